@@ -1,0 +1,69 @@
+// buildApp(ctx): the Fastify instance with every plugin and module. It never listens (see server.ts), so
+// tests drive the real app through inject() or a listener of their own.
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import formbody from '@fastify/formbody';
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from './context.js';
+import { registerConventions, requestIdFrom } from './http/conventions.js';
+import { ProblemSchema } from './http/errors.js';
+import { buildValidator } from './http/validation.js';
+import { assertRouteDeclaresAccess, registerBearerAuth } from './auth/bearer.js';
+import { authRoutes } from './auth/routes.js';
+import { registerOpenApi } from './openapi.js';
+import { healthRoutes } from './http/health.js';
+import { catalogueRoutes } from './modules/catalogue/routes.js';
+import { organizationRoutes } from './modules/organization/routes.js';
+
+export interface BuildAppOptions {
+  /** A pino logger (server.ts builds one with redaction); tests run without one. */
+  loggerInstance?: FastifyServerOptions['loggerInstance'];
+  /** Passed through to Fastify, e.g. an https/http2 server factory (see server.ts). */
+  fastify?: Partial<FastifyServerOptions>;
+}
+
+export const LOG_REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  '*.client_secret',
+  '*.access_token',
+  '*.secret',
+];
+
+export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: false }),
+    bodyLimit: 1024 * 1024,
+    requestIdHeader: false,
+    genReqId: (req) => requestIdFrom(req.headers['x-request-id'], randomUUID),
+    trustProxy: ctx.config.trustProxy,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    schemaController: { compilersFactory: { buildValidator: ((schemas: Record<string, object>) => buildValidator(schemas)) as never } },
+    ...options.fastify,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addSchema(ProblemSchema);
+  app.decorate('ctx', ctx);
+
+  // Order matters: these onRoute hooks must see every route, so they come before any route is added.
+  app.addHook('onRoute', assertRouteDeclaresAccess);
+  registerConventions(app);
+  await registerOpenApi(app);
+  registerBearerAuth(app, ctx.tokens);
+  await app.register(formbody);
+
+  await app.register(healthRoutes, { ctx });
+  await app.register(authRoutes, { ctx });
+  await app.register(catalogueRoutes, { ctx });
+  await app.register(organizationRoutes, { ctx });
+
+  return app;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    ctx: AppContext;
+  }
+}

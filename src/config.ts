@@ -1,0 +1,146 @@
+// The one place that reads process.env. Every setting is parsed and validated here; a bad value stops
+// start-up with a message naming the variable.
+import { resolve, join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+
+export interface Config {
+  port: number;
+  host: string;
+  publicUrl: string;
+  dataDir: string;
+  databaseUrl: string; // "sqlite:<path>" or "postgres://..."
+  redisUrl: string | null;
+  smtpUrl: string | null;
+  mailFrom: string;
+  rateLimitPerMinute: number;
+  webhookAllowHttp: boolean;
+  webhookAllowPrivateNetworks: boolean;
+  webhookRetryScheduleMs: number[];
+  webhookTimeoutMs: number;
+  logLevel: string;
+  tlsCert: string | null;
+  tlsKey: string | null;
+  trustProxy: boolean;
+  tokenIssuer: string;
+  tokenAudience: string;
+  eventRetentionDays: number;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const DURATION = /^(\d+)(ms|s|m|h|d)$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+export function parseDuration(variable: string, value: string): number {
+  const m = DURATION.exec(value.trim());
+  if (!m) throw new ConfigError(variable, `"${value}" is not a duration like 500ms, 5s, 5m, 2h or 1d`);
+  return Number(m[1]) * UNIT_MS[m[2]];
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `"${raw}" is not a whole number`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `${n} is outside ${min}..${max}`);
+  return n;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(name, `"${raw}" is not true or false`);
+}
+
+function str(env: Env, name: string): string | null {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? null : raw;
+}
+
+function url(env: Env, name: string, protocols: string[]): string | null {
+  const raw = str(env, name);
+  if (raw === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `"${redactUrl(raw)}" is not a URL`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must start with ${protocols.map((p) => p + '//').join(' or ')}`);
+  }
+  return raw;
+}
+
+/** Hides the password part of a URL so that it can be printed or logged. */
+export function redactUrl(raw: string): string {
+  return raw.replace(/\/\/([^:/@]+):([^@]+)@/, '//$1:***@');
+}
+
+/** Reads a `.env` file in the working directory (if any) without overriding variables already set. */
+export function loadDotEnv(env: Env = process.env, file = '.env'): void {
+  if (!existsSync(file)) return;
+  for (const line of readFileSync(file, 'utf8').split(/\r?\n/)) {
+    const m = /^\s*([A-Z0-9_]+)\s*=\s*(.*?)\s*$/.exec(line);
+    if (!m || line.trimStart().startsWith('#')) continue;
+    const value = m[2].replace(/^(['"])(.*)\1$/, '$2');
+    if (env[m[1]] === undefined) env[m[1]] = value;
+  }
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const host = str(env, 'HOST') ?? '127.0.0.1';
+  const dataDir = resolve(str(env, 'DATA_DIR') ?? './data');
+  const tlsCert = str(env, 'TLS_CERT');
+  const tlsKey = str(env, 'TLS_KEY');
+  if ((tlsCert === null) !== (tlsKey === null)) {
+    throw new ConfigError(tlsCert === null ? 'TLS_CERT' : 'TLS_KEY', 'TLS_CERT and TLS_KEY must be set together');
+  }
+  const scheme = tlsCert ? 'https' : 'http';
+  const hostForUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  const publicUrl = (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `${scheme}://${hostForUrl}:${port}`).replace(/\/+$/, '');
+  const databaseUrl =
+    url(env, 'DATABASE_URL', ['postgres:', 'postgresql:', 'sqlite:']) ?? `sqlite:${join(dataDir, 'lmsapi.sqlite')}`;
+  const schedule = (str(env, 'WEBHOOK_RETRY_SCHEDULE') ?? '5s,5m,30m,2h,5h,10h,10h')
+    .split(',')
+    .map((part) => parseDuration('WEBHOOK_RETRY_SCHEDULE', part));
+  const logLevel = str(env, 'LOG_LEVEL') ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `"${logLevel}" is not one of fatal, error, warn, info, debug, trace, silent`);
+  }
+  const mailFrom = str(env, 'MAIL_FROM') ?? 'no-reply@localhost';
+  return {
+    port,
+    host,
+    publicUrl,
+    dataDir,
+    databaseUrl,
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    mailFrom,
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
+    webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
+    webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    webhookRetryScheduleMs: schedule,
+    webhookTimeoutMs: parseDuration('WEBHOOK_TIMEOUT', str(env, 'WEBHOOK_TIMEOUT') ?? '15s'),
+    logLevel,
+    tlsCert,
+    tlsKey,
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    tokenIssuer: publicUrl,
+    tokenAudience: `${publicUrl}/v1`,
+    eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 30, 3650),
+  };
+}

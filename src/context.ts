@@ -1,0 +1,36 @@
+// What every module needs, built once per process (or per test) and handed to buildApp.
+import type { Config } from './config.js';
+import type { Db } from './db/index.js';
+import type { Clock } from './clock.js';
+import { TokenService } from './auth/tokens.js';
+import { openDb, migrateToLatest } from './db/index.js';
+import { systemClock } from './clock.js';
+
+export interface AppContext {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  tokens: TokenService;
+}
+
+export interface CreateContextOptions {
+  clock?: Clock;
+  /** PostgreSQL schema to run in (tests). */
+  schema?: string;
+  migrate?: boolean;
+}
+
+/** Opens the database, applies migrations (unless told not to) and loads the signing keys. */
+export async function createContext(config: Config, options: CreateContextOptions = {}): Promise<AppContext> {
+  const db = openDb(config.databaseUrl, { schema: options.schema });
+  try {
+    if (options.migrate !== false) await migrateToLatest(db);
+    const clock = options.clock ?? systemClock;
+    const tokens = new TokenService(db, config, clock);
+    await tokens.init();
+    return { config, db, clock, tokens };
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+}

@@ -1,0 +1,130 @@
+// Opens the database named by DATABASE_URL: the embedded SQLite file by default, PostgreSQL for
+// postgres:// URLs. SQL that only one dialect understands lives here, behind `Db.dialect`.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import {
+  CompiledQuery,
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  SqliteDialect,
+  SqliteDriver,
+  type DatabaseConnection,
+  type Transaction,
+} from 'kysely';
+import type { Database } from './types.js';
+import { migrationProvider } from './migrations/index.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+export type Trx = Transaction<Database>;
+export type Executor = Kysely<Database> | Trx;
+
+export interface Db {
+  kysely: Kysely<Database>;
+  dialect: Dialect;
+  /** Pool statistics for /metrics (PostgreSQL); SQLite has one connection. */
+  poolStats(): { total: number; idle: number; waiting: number };
+  close(): Promise<void>;
+}
+
+export interface OpenDbOptions {
+  /** PostgreSQL only: run every connection in this schema (tests use one schema per app instance). */
+  schema?: string;
+  poolSize?: number;
+}
+
+// SQLite's default BEGIN is DEFERRED, which can fail with SQLITE_BUSY when a reader upgrades to a writer
+// while another process writes. BEGIN IMMEDIATE takes the write lock up front and waits (busy_timeout).
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+class ImmediateSqliteDialect extends SqliteDialect {
+  constructor(private readonly cfg: ConstructorParameters<typeof SqliteDialect>[0]) {
+    super(cfg);
+  }
+  override createDriver() {
+    return new ImmediateSqliteDriver(this.cfg);
+  }
+}
+
+// PostgreSQL returns bigint (count(*)) as text by default; our counts fit in a JS number.
+pg.types.setTypeParser(20, (v: string) => Number(v));
+
+export function sqlitePath(databaseUrl: string): string {
+  return databaseUrl.slice('sqlite:'.length);
+}
+
+export function openDb(databaseUrl: string, options: OpenDbOptions = {}): Db {
+  if (databaseUrl.startsWith('sqlite:')) {
+    const file = sqlitePath(databaseUrl);
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    const sqlite = new SQLite(file);
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('busy_timeout = 10000');
+    sqlite.pragma('synchronous = NORMAL');
+    sqlite.pragma('foreign_keys = ON');
+    const kysely = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: sqlite }) });
+    return {
+      kysely,
+      dialect: 'sqlite',
+      poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
+      close: () => kysely.destroy(),
+    };
+  }
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: options.poolSize ?? 10,
+    options: options.schema ? `-c search_path=${options.schema}` : undefined,
+  });
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    kysely,
+    dialect: 'postgres',
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    close: () => kysely.destroy(),
+  };
+}
+
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const migrator = new Migrator({ db: db.kysely, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** True when the database has every migration applied (for /readyz). */
+export async function migrationsApplied(db: Db): Promise<boolean> {
+  const migrator = new Migrator({ db: db.kysely, provider: migrationProvider });
+  const all = await migrator.getMigrations();
+  return all.every((m) => m.executedAt !== undefined);
+}
+
+// SQLite names the columns of a violated unique index, PostgreSQL names the index: map both to the index name.
+const SQLITE_UNIQUE_COLUMNS: Record<string, string> = {
+  'users.org_id, users.email_normalized': 'users_org_email',
+  'users.org_id, users.external_id': 'users_org_external',
+  'enrolments.org_id, enrolments.learner_id, enrolments.course_id': 'enrolments_one_active',
+  'idempotency_keys.app_id, idempotency_keys.key': 'idempotency_keys_pk',
+  'organizations.slug': 'organizations_slug_key',
+  'developers.email_normalized': 'developers_email_normalized_key',
+  'operators.email_normalized': 'operators_email_normalized_key',
+};
+
+/**
+ * The name of the unique index an error violated (e.g. "users_org_email"), "unknown" for a unique violation
+ * we cannot name, or null when the error is not a unique violation.
+ */
+export function uniqueViolation(err: unknown): string | null {
+  const e = err as { code?: string; message?: string; constraint?: string };
+  if (e?.code === '23505') return e.constraint ?? 'unknown';
+  if (e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+    const cols = /constraint failed: (.*)$/.exec(e.message ?? '')?.[1] ?? '';
+    return SQLITE_UNIQUE_COLUMNS[cols] ?? 'unknown';
+  }
+  return null;
+}
