@@ -5,6 +5,13 @@ import FindMyWay from 'find-my-way';
 import { AppError, ERROR_CODES, PROBLEM_CONTENT_TYPE, problemBody, type ErrorCode, type FieldError } from './errors.js';
 import { fieldErrors } from './validation.js';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Media types a route accepts for its body (default: application/json only). */
+    bodyTypes?: string[];
+  }
+}
+
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function requestIdFrom(header: string | string[] | undefined, fallback: () => string): string {
@@ -85,6 +92,20 @@ export function registerConventions(app: FastifyInstance): void {
       } catch {
         /* duplicate registration (e.g. HEAD): ignore */
       }
+    }
+  });
+
+  // The /v1 API speaks JSON only. Fastify would also parse text/plain, and formbody parses form-encoded bodies
+  // (for the token endpoint and the HTML forms of the portal and console), so any other body type on a /v1 route
+  // that did not opt in is refused with 415.
+  app.removeContentTypeParser('text/plain');
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined || request.routeOptions.config?.oauthErrors) return;
+    if (!request.routeOptions.url?.startsWith('/v1/')) return;
+    const type = String(request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    const accepted = request.routeOptions.config?.bodyTypes ?? ['application/json'];
+    if (!accepted.includes(type)) {
+      throw new AppError('unsupported_media_type', `Send the request body as ${accepted.join(' or ')}.`);
     }
   });
 
