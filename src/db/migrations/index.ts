@@ -2,9 +2,11 @@
 // source and from the compiled output alike. Add a file and a line; never edit a migration that has shipped.
 import type { Migration, MigrationProvider } from 'kysely';
 import * as m001 from './001_initial.js';
+import * as m008 from './008_certificates.js';
 
 const migrations: Record<string, Migration> = {
   '001_initial': m001,
+  '008_certificates': m008,
 };
 
 export const migrationProvider: MigrationProvider = {
