@@ -48,7 +48,14 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
   app.decorate('ctx', ctx);
 
   // Order matters: these onRoute hooks must see every route, so they come before any route is added.
-  app.addHook('onRoute', assertRouteDeclaresAccess);
+  const routes: RegisteredRoute[] = [];
+  app.decorate('registeredRoutes', routes);
+  app.addHook('onRoute', (route) => {
+    assertRouteDeclaresAccess(route);
+    for (const method of [route.method].flat()) {
+      routes.push({ method: String(method), url: route.url, hidden: Boolean((route.schema as { hide?: boolean } | undefined)?.hide) });
+    }
+  });
   registerConventions(app);
   await registerOpenApi(app);
   registerBearerAuth(app, ctx.tokens);
@@ -62,8 +69,16 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
   return app;
 }
 
+/** Every route the app serves (the inventory that the OpenAPI document must cover). */
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+  hidden: boolean;
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
     ctx: AppContext;
+    registeredRoutes: RegisteredRoute[];
   }
 }

@@ -54,10 +54,11 @@ export const ProblemSchema = Type.Object(
     title: Type.String(),
     status: Type.Integer(),
     detail: Type.String(),
-    code: Type.Union(
-      Object.keys(ERROR_CODES).map((c) => Type.Literal(c)),
-      { description: 'Stable machine-readable error code.' },
-    ),
+    code: Type.Unsafe<ErrorCode>({
+      type: 'string',
+      enum: Object.keys(ERROR_CODES),
+      description: 'Stable machine-readable error code.',
+    }),
     request_id: Type.String(),
     errors: Type.Optional(
       Type.Array(
