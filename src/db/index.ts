@@ -24,6 +24,8 @@ export type Executor = Kysely<Database> | Trx;
 export interface Db {
   kysely: Kysely<Database>;
   dialect: Dialect;
+  /** PostgreSQL schema the connections run in, when not the default (tests run one schema per app). */
+  schema?: string;
   /** Pool statistics for /metrics (PostgreSQL); SQLite has one connection. */
   poolStats(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
@@ -76,6 +78,9 @@ export function openDb(databaseUrl: string, options: OpenDbOptions = {}): Db {
       close: () => kysely.destroy(),
     };
   }
+  // The schema comes from the option or from the URL's `options=-c search_path=…` parameter.
+  const urlOptions = new URL(databaseUrl).searchParams.get('options') ?? '';
+  const schema = options.schema ?? /search_path=([A-Za-z0-9_]+)/.exec(urlOptions)?.[1];
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: options.poolSize ?? 10,
@@ -85,13 +90,19 @@ export function openDb(databaseUrl: string, options: OpenDbOptions = {}): Db {
   return {
     kysely,
     dialect: 'postgres',
+    schema,
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => kysely.destroy(),
   };
 }
 
+function migratorFor(db: Db): Migrator {
+  // Kysely looks for its bookkeeping tables in every schema unless told which one: name ours.
+  return new Migrator({ db: db.kysely, provider: migrationProvider, migrationTableSchema: db.schema });
+}
+
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db: db.kysely, provider: migrationProvider });
+  const migrator = migratorFor(db);
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
@@ -99,8 +110,7 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
 
 /** True when the database has every migration applied (for /readyz). */
 export async function migrationsApplied(db: Db): Promise<boolean> {
-  const migrator = new Migrator({ db: db.kysely, provider: migrationProvider });
-  const all = await migrator.getMigrations();
+  const all = await migratorFor(db).getMigrations();
   return all.every((m) => m.executedAt !== undefined);
 }
 
