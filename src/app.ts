@@ -12,6 +12,7 @@ import { assertRouteDeclaresAccess, registerBearerAuth } from './auth/bearer.js'
 import { authRoutes } from './auth/routes.js';
 import { registerOpenApi } from './openapi.js';
 import { healthRoutes } from './http/health.js';
+import { registerRateLimit } from './http/rate-limit.js';
 import { catalogueRoutes } from './modules/catalogue/routes.js';
 import { organizationRoutes } from './modules/organization/routes.js';
 
@@ -58,6 +59,7 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
   });
   registerConventions(app);
   await registerOpenApi(app);
+  registerRateLimit(app); // before bearer auth: its hooks straddle it (see rate-limit.ts)
   registerBearerAuth(app, ctx.tokens);
   await app.register(formbody);
 

@@ -13,6 +13,14 @@ export interface Config {
   smtpUrl: string | null;
   mailFrom: string;
   rateLimitPerMinute: number;
+  /** Requests per minute per client address for calls that carry no valid token (token endpoint, 401s, unknown routes). */
+  rateLimitUnauthenticatedPerMinute: number;
+  /** Failed token requests allowed per client id, and per address, within tokenGuardWindowMs before 429. */
+  tokenGuardFailuresPerClient: number;
+  tokenGuardFailuresPerAddress: number;
+  tokenGuardWindowMs: number;
+  /** Prefix of every Redis key (several deployments, or tests, can share one Redis). */
+  redisKeyPrefix: string;
   webhookAllowHttp: boolean;
   webhookAllowPrivateNetworks: boolean;
   webhookRetryScheduleMs: number[];
@@ -131,6 +139,11 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom,
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
+    rateLimitUnauthenticatedPerMinute: int(env, 'RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE', 600, 1, 1_000_000),
+    tokenGuardFailuresPerClient: int(env, 'TOKEN_GUARD_FAILURES_PER_CLIENT', 10, 1, 1_000_000),
+    tokenGuardFailuresPerAddress: int(env, 'TOKEN_GUARD_FAILURES_PER_ADDRESS', 100, 1, 1_000_000),
+    tokenGuardWindowMs: parseDuration('TOKEN_GUARD_WINDOW', str(env, 'TOKEN_GUARD_WINDOW') ?? '10m'),
+    redisKeyPrefix: str(env, 'REDIS_KEY_PREFIX') ?? 'lmsapi:',
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
     webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     webhookRetryScheduleMs: schedule,

@@ -106,11 +106,15 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
       }
       const clientId = basic ? basic.id : (body.client_id as string | undefined);
       const clientSecret = basic ? basic.secret : (body.client_secret as string | undefined);
+      // Brute-force guard: refused (429) before the secret is even looked at once this id or address failed too often.
+      await app.tokenGuard.check(clientId, request.ip);
       if (!clientId || !clientSecret) {
+        await app.tokenGuard.recordFailure(clientId, request.ip);
         return oauthError(reply, 'invalid_client', 'Client authentication is missing: send client_id and client_secret.', Boolean(basic));
       }
       const client = await authenticateClient(ctx, clientId, clientSecret);
       if (!client) {
+        await app.tokenGuard.recordFailure(clientId, request.ip);
         return oauthError(reply, 'invalid_client', 'The client credentials are not valid.', Boolean(basic));
       }
       let scopes: Scope[] = client.scopes;
