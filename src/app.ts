@@ -15,6 +15,7 @@ import { healthRoutes } from './http/health.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { catalogueRoutes } from './modules/catalogue/routes.js';
 import { organizationRoutes } from './modules/organization/routes.js';
+import { webPages } from './web/index.js';
 
 export interface BuildAppOptions {
   /** A pino logger (server.ts builds one with redaction); tests run without one. */
@@ -67,6 +68,7 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
   await app.register(authRoutes, { ctx });
   await app.register(catalogueRoutes, { ctx });
   await app.register(organizationRoutes, { ctx });
+  await app.register(webPages, { ctx });
 
   return app;
 }

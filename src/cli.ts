@@ -11,6 +11,7 @@ import { createOrganization, setSeatTotal } from './modules/organization/service
 import { createApprovedApplication } from './modules/applications/service.js';
 import { importCatalogue } from './modules/catalogue/service.js';
 import { parseScopes } from './auth/scopes.js';
+import { addOperator } from './modules/accounts/service.js';
 import { AppError } from './http/errors.js';
 
 export class CliError extends Error {}
@@ -139,6 +140,17 @@ export function buildCli(): Command {
         { ...creds },
         `client_id:     ${creds.client_id}\nclient_secret: ${creds.client_secret}\n(the secret is shown only this once)`,
       );
+    });
+
+  const operators = program.command('operators').description('operators of the console (/console)');
+  operators
+    .command('add')
+    .description('add an operator; they sign in at /console with a link e-mailed to this address')
+    .argument('<email>', 'e-mail address')
+    .option('--json', 'print JSON')
+    .action(async (email: string, opts: { json?: boolean }) => {
+      const op = await withContext((ctx) => addOperator(ctx, email));
+      output(Boolean(opts.json), { id: op.id, email: op.email }, `added operator ${op.email} (${op.id}); sign in at /console`);
     });
 
   const courses = program.command('courses').description('the course catalogue');

@@ -5,12 +5,15 @@ import type { Clock } from './clock.js';
 import { TokenService } from './auth/tokens.js';
 import { openDb, migrateToLatest } from './db/index.js';
 import { systemClock } from './clock.js';
+import { Mailer } from './mail/index.js';
 
 export interface AppContext {
   config: Config;
   db: Db;
   clock: Clock;
   tokens: TokenService;
+  /** Outgoing e-mail: SMTP when SMTP_URL is set, else .eml files in DATA_DIR/mail/. */
+  mailer: Mailer;
 }
 
 export interface CreateContextOptions {
@@ -18,6 +21,8 @@ export interface CreateContextOptions {
   /** PostgreSQL schema to run in (tests). */
   schema?: string;
   migrate?: boolean;
+  /** A mailer of the caller's own (e.g. with a logger); by default one is made from the config. */
+  mailer?: Mailer;
 }
 
 /** Opens the database, applies migrations (unless told not to) and loads the signing keys. */
@@ -28,7 +33,8 @@ export async function createContext(config: Config, options: CreateContextOption
     const clock = options.clock ?? systemClock;
     const tokens = new TokenService(db, config, clock);
     await tokens.init();
-    return { config, db, clock, tokens };
+    const mailer = options.mailer ?? new Mailer(config);
+    return { config, db, clock, tokens, mailer };
   } catch (err) {
     await db.close();
     throw err;

@@ -19,6 +19,7 @@ export const ID_PREFIXES = {
   developer: 'dev',
   operator: 'opr',
   audit: 'aud',
+  mail: 'mail',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -41,6 +41,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'Seats', description: 'Seat total and seats in use.' },
         { name: 'Courses', description: 'The published course catalogue and its categories.' },
         { name: 'Meta', description: 'Health, readiness and this description.' },
+        { name: 'Developer portal (HTML)', description: 'Server-rendered pages for developers at /portal: sign in by e-mail, apply for credentials, reset secrets.' },
+        { name: 'Operator console (HTML)', description: 'Server-rendered pages for operators at /console: review applications, organizations, catalogue, audit log.' },
       ],
     },
     refResolver: {

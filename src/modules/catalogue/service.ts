@@ -2,7 +2,9 @@
 import type { AppContext } from '../../context.js';
 import { iso } from '../../clock.js';
 import { newId } from '../../ids.js';
-import { notFound } from '../../http/errors.js';
+import { AppError, notFound } from '../../http/errors.js';
+import type { Executor } from '../../db/index.js';
+import { recordAudit } from '../audit/service.js';
 import { normaliseInstant, toPage, type Page } from '../../http/pagination.js';
 import { recordEvent } from '../../events/record.js';
 import * as repo from './repo.js';
@@ -100,5 +102,150 @@ export async function importCatalogue(ctx: AppContext, file: unknown): Promise<{
       created++;
     }
     return { categories: file.categories.length, courses: file.courses.length, created };
+  });
+}
+
+// ---- Catalogue editing (operator console) --------------------------------------------------------------
+// Changes that integrators can see record their event in the same transaction: publishing (course.published),
+// editing a published course (course.updated) and retiring a published course (course.retired). Drafts are
+// invisible through /v1, so their edits record nothing but the audit entry.
+
+export interface CourseInput {
+  title: string;
+  summary: string;
+  categoryId: string | null;
+  language: string;
+  durationMinutes: number;
+  tags: string[];
+  certificateEnabled: boolean;
+  certificateValidityMonths: number | null;
+}
+
+const LANGUAGE_TAG = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
+
+async function checkCourseInput(db: Executor, input: CourseInput): Promise<void> {
+  const bad = (msg: string) => new AppError('validation_failed', msg);
+  if (!input.title.trim() || input.title.length > 200) throw bad('The title is required (at most 200 characters).');
+  if (input.summary.length > 5000) throw bad('The summary is longer than 5000 characters.');
+  if (!LANGUAGE_TAG.test(input.language)) throw bad('The language must be a BCP 47 tag such as "en" or "de-CH".');
+  if (!Number.isInteger(input.durationMinutes) || input.durationMinutes <= 0 || input.durationMinutes > 100_000) {
+    throw bad('The duration must be a positive whole number of minutes.');
+  }
+  if (input.tags.length > 20 || input.tags.some((t) => t.length > 50)) throw bad('At most 20 tags of at most 50 characters each.');
+  if (input.certificateValidityMonths !== null && (!Number.isInteger(input.certificateValidityMonths) || input.certificateValidityMonths <= 0 || input.certificateValidityMonths > 600)) {
+    throw bad('The certificate validity must be a positive whole number of months, or empty for no expiry.');
+  }
+  if (input.categoryId && !(await db.selectFrom('course_categories').select('id').where('id', '=', input.categoryId).executeTakeFirst())) {
+    throw bad('Choose an existing category.');
+  }
+}
+
+function courseColumns(input: CourseInput) {
+  return {
+    title: input.title.trim(),
+    summary: input.summary.trim(),
+    category_id: input.categoryId,
+    language: input.language,
+    duration_minutes: input.durationMinutes,
+    tags: JSON.stringify(input.tags),
+    certificate_enabled: input.certificateEnabled ? 1 : 0,
+    certificate_validity_months: input.certificateEnabled ? input.certificateValidityMonths : null,
+  };
+}
+
+/** Every course whatever its status (the console), newest first. */
+export function listAllCourses(ctx: AppContext) {
+  return ctx.db.kysely.selectFrom('courses').selectAll().orderBy('id', 'desc').limit(500).execute();
+}
+
+export async function listAllCategories(ctx: AppContext) {
+  return repo.listCategories(ctx.db.kysely, { limit: 500 });
+}
+
+export async function getAnyCourse(ctx: AppContext, id: string) {
+  const row = await repo.findCourse(ctx.db.kysely, id, ['draft', 'published', 'retired']);
+  if (!row) throw notFound('course');
+  return row;
+}
+
+export async function createCourse(ctx: AppContext, actor: string, input: CourseInput): Promise<Course> {
+  return ctx.db.kysely.transaction().execute(async (trx) => {
+    await checkCourseInput(trx, input);
+    const now = iso(ctx.clock.now());
+    const row = { id: newId('course'), ...courseColumns(input), status: 'draft' as const, published_at: null, created_at: now, updated_at: now };
+    await repo.insertCourse(trx, row);
+    await recordAudit(trx, ctx.clock, { actor, action: 'course.created', target: row.id, details: { title: row.title } });
+    return toCourse(row);
+  });
+}
+
+export async function updateCourse(ctx: AppContext, actor: string, id: string, input: CourseInput): Promise<Course> {
+  return ctx.db.kysely.transaction().execute(async (trx) => {
+    const before = await repo.findCourse(trx, id, ['draft', 'published', 'retired']);
+    if (!before) throw notFound('course');
+    await checkCourseInput(trx, input);
+    const now = iso(ctx.clock.now());
+    const row = { ...before, ...courseColumns(input), updated_at: now };
+    await trx.updateTable('courses').set({ ...courseColumns(input), updated_at: now }).where('id', '=', id).execute();
+    if (row.status === 'published') await recordEvent(trx, ctx.clock, { orgId: null, type: 'course.updated', object: toCourse(row) });
+    await recordAudit(trx, ctx.clock, { actor, action: 'course.updated', target: id, details: { title: row.title } });
+    return toCourse(row);
+  });
+}
+
+async function moveCourse(ctx: AppContext, actor: string, id: string, to: 'published' | 'retired'): Promise<Course> {
+  return ctx.db.kysely.transaction().execute(async (trx) => {
+    const before = await repo.findCourse(trx, id, ['draft', 'published', 'retired']);
+    if (!before) throw notFound('course');
+    if (before.status === to) throw new AppError('invalid_state', `"${before.title}" is ${to} already.`);
+    if (to === 'retired' && before.status !== 'published') throw new AppError('invalid_state', `Only a published course can be retired; "${before.title}" is ${before.status}.`);
+    const now = iso(ctx.clock.now());
+    const row = { ...before, status: to, updated_at: now, published_at: to === 'published' ? now : before.published_at };
+    const result = await trx
+      .updateTable('courses')
+      .set({ status: row.status, published_at: row.published_at, updated_at: now })
+      .where('id', '=', id)
+      .where('status', '=', before.status)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) !== 1) throw new AppError('conflict', 'The course changed meanwhile; reload and try again.');
+    await recordEvent(trx, ctx.clock, { orgId: null, type: to === 'published' ? 'course.published' : 'course.retired', object: toCourse(row) });
+    await recordAudit(trx, ctx.clock, { actor, action: to === 'published' ? 'course.published' : 'course.retired', target: id, details: { title: row.title } });
+    return toCourse(row);
+  });
+}
+
+export const publishCourse = (ctx: AppContext, actor: string, id: string) => moveCourse(ctx, actor, id, 'published');
+export const retireCourse = (ctx: AppContext, actor: string, id: string) => moveCourse(ctx, actor, id, 'retired');
+
+async function checkCategory(db: Executor, id: string | null, name: string, parentId: string | null): Promise<void> {
+  if (!name.trim() || name.length > 200) throw new AppError('validation_failed', 'The category needs a name (at most 200 characters).');
+  // Walk up from the new parent: reaching the category itself would make a cycle.
+  let cursor = parentId;
+  for (let depth = 0; cursor; depth++) {
+    if (cursor === id || depth > 50) throw new AppError('validation_failed', 'A category cannot be placed inside itself.');
+    const parent = await db.selectFrom('course_categories').select('parent_id').where('id', '=', cursor).executeTakeFirst();
+    if (!parent) throw new AppError('validation_failed', 'Choose an existing parent category.');
+    cursor = parent.parent_id;
+  }
+}
+
+export async function createCategory(ctx: AppContext, actor: string, input: { name: string; parentId: string | null }): Promise<string> {
+  return ctx.db.kysely.transaction().execute(async (trx) => {
+    await checkCategory(trx, null, input.name, input.parentId);
+    const now = iso(ctx.clock.now());
+    const id = newId('category');
+    await repo.insertCategory(trx, { id, name: input.name.trim(), parent_id: input.parentId, created_at: now, updated_at: now });
+    await recordAudit(trx, ctx.clock, { actor, action: 'category.created', target: id, details: { name: input.name.trim() } });
+    return id;
+  });
+}
+
+export async function updateCategory(ctx: AppContext, actor: string, id: string, input: { name: string; parentId: string | null }): Promise<void> {
+  await ctx.db.kysely.transaction().execute(async (trx) => {
+    if (!(await trx.selectFrom('course_categories').select('id').where('id', '=', id).executeTakeFirst())) throw notFound('course category');
+    await checkCategory(trx, id, input.name, input.parentId);
+    const now = iso(ctx.clock.now());
+    await trx.updateTable('course_categories').set({ name: input.name.trim(), parent_id: input.parentId, updated_at: now }).where('id', '=', id).execute();
+    await recordAudit(trx, ctx.clock, { actor, action: 'category.updated', target: id, details: { name: input.name.trim() } });
   });
 }
