@@ -13,6 +13,7 @@ import { authRoutes } from './auth/routes.js';
 import { registerOpenApi } from './openapi.js';
 import { healthRoutes } from './http/health.js';
 import { registerRateLimit } from './http/rate-limit.js';
+import { AccessLogController, metricsRoutes, registerOperations } from './http/operations.js';
 import { catalogueRoutes } from './modules/catalogue/routes.js';
 import { organizationRoutes } from './modules/organization/routes.js';
 import { webPages } from './web/index.js';
@@ -31,6 +32,12 @@ export const LOG_REDACT_PATHS = [
   '*.client_secret',
   '*.access_token',
   '*.secret',
+  '*.token',
+  '*.password',
+  '*.cookie',
+  '*.headers.authorization',
+  '*.headers.cookie',
+  '*.headers["set-cookie"]',
 ];
 
 export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): Promise<FastifyInstance> {
@@ -38,6 +45,8 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
     ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: false }),
     bodyLimit: 1024 * 1024,
     requestIdHeader: false,
+    // One access-log line per request, written after the response (with app and org): src/http/operations.ts.
+    logController: new AccessLogController(),
     genReqId: (req) => requestIdFrom(req.headers['x-request-id'], randomUUID),
     trustProxy: ctx.config.trustProxy,
     return503OnClosing: true,
@@ -59,12 +68,14 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
     }
   });
   registerConventions(app);
+  registerOperations(app, ctx);
   await registerOpenApi(app);
   registerRateLimit(app); // before bearer auth: its hooks straddle it (see rate-limit.ts)
   registerBearerAuth(app, ctx.tokens);
   await app.register(formbody);
 
   await app.register(healthRoutes, { ctx });
+  await app.register(metricsRoutes, { ctx });
   await app.register(authRoutes, { ctx });
   await app.register(catalogueRoutes, { ctx });
   await app.register(organizationRoutes, { ctx });

@@ -48,7 +48,7 @@ export function buildCli(): Command {
     .action(async (opts: { demo?: boolean }) => {
       const cfg = config();
       const server = await startServer(cfg);
-      closeOnSignals(server);
+      closeOnSignals(server, cfg.shutdownTimeoutMs);
       const lines = [`LMS Integration API listening on ${server.url}`, `  API reference: ${cfg.publicUrl}/docs`];
       if (opts.demo) {
         const demo = await seedDemo(server.ctx);

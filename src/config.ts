@@ -32,6 +32,11 @@ export interface Config {
   tokenIssuer: string;
   tokenAudience: string;
   eventRetentionDays: number;
+  /** How long a graceful shutdown may take before in-flight work is cut off (SHUTDOWN_TIMEOUT). */
+  shutdownTimeoutMs: number;
+  /** How often the retention jobs run (RETENTION_INTERVAL), and how many rows one delete statement removes. */
+  retentionIntervalMs: number;
+  retentionBatchSize: number;
 }
 
 export class ConfigError extends Error {
@@ -61,6 +66,11 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(name, `${n} is outside ${min}..${max}`);
   return n;
+}
+
+function atLeast(variable: string, ms: number, min: number): number {
+  if (ms < min) throw new ConfigError(variable, `must be at least ${min}ms`);
+  return ms;
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
@@ -155,5 +165,8 @@ export function loadConfig(env: Env = process.env): Config {
     tokenIssuer: publicUrl,
     tokenAudience: `${publicUrl}/v1`,
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 30, 3650),
+    shutdownTimeoutMs: parseDuration('SHUTDOWN_TIMEOUT', str(env, 'SHUTDOWN_TIMEOUT') ?? '10s'),
+    retentionIntervalMs: atLeast('RETENTION_INTERVAL', parseDuration('RETENTION_INTERVAL', str(env, 'RETENTION_INTERVAL') ?? '1h'), 100),
+    retentionBatchSize: int(env, 'RETENTION_BATCH_SIZE', 500, 1, 100_000),
   };
 }

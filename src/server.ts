@@ -1,74 +1,214 @@
-// The entry that listens: builds the context and the app, listens on HOST:PORT, and closes with grace on
-// SIGTERM/SIGINT (stop accepting, finish in-flight requests within a bound, close the database).
-import pino from 'pino';
+// The entry that listens: builds the context and the app, listens on HOST:PORT (HTTPS with HTTP/2 and HTTP/1.1
+// when TLS_CERT/TLS_KEY are set), starts the background runners, and closes with grace on SIGTERM/SIGINT:
+//   1. /readyz answers 503 and the listener closes: no new connections;
+//   2. in-flight requests finish (HTTP/2 sessions get GOAWAY, idle keep-alive connections are closed) and the
+//      background runners stop (the webhook worker finishes or releases its claimed deliveries);
+//   3. after SHUTDOWN_TIMEOUT whatever is left is cut off; then the database closes.
+import { readFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import type { Http2Session } from 'node:http2';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type pino from 'pino';
 import type { FastifyInstance } from 'fastify';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 import { buildApp, LOG_REDACT_PATHS } from './app.js';
 import { createContext, type AppContext } from './context.js';
-import { healthState } from './http/health.js';
+import { markShuttingDown } from './http/health.js';
+import { createRedactingLogger } from './logging.js';
+import { startRetention } from './ops/retention.js';
+
+/**
+ * Something that runs next to the HTTP server (retention jobs, the webhook delivery worker) and must stop before
+ * the database closes. stop() should finish or hand back its current work within the shutdown bound.
+ */
+export interface BackgroundRunner {
+  name: string;
+  stop(): Promise<void>;
+}
 
 export interface RunningServer {
   app: FastifyInstance;
   ctx: AppContext;
   url: string;
-  close(): Promise<void>;
+  /** Stopped by close(), after the listener and before the database. */
+  runners: BackgroundRunner[];
+  /** Graceful close (idempotent). Resolves true when everything finished within SHUTDOWN_TIMEOUT. */
+  close(): Promise<boolean>;
 }
 
-export function createLogger(config: Config) {
-  return pino({
-    level: config.logLevel,
-    redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' },
-  });
+export interface StartServerOptions {
+  ctx?: AppContext;
+  /** Where log lines go (tests capture them); standard output by default. */
+  logDestination?: pino.DestinationStream;
+  /** Start the background runners (default true). */
+  background?: boolean;
 }
 
-export async function startServer(config: Config, options: { ctx?: AppContext } = {}): Promise<RunningServer> {
-  const logger = createLogger(config);
+export function createLogger(config: Config, destination?: pino.DestinationStream) {
+  return createRedactingLogger({ level: config.logLevel, redactPaths: LOG_REDACT_PATHS, destination });
+}
+
+function readPem(variable: string, path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new ConfigError(variable, `cannot read ${path}: ${(err as Error).message}`);
+  }
+}
+
+/** Fastify options for HTTPS: HTTP/2 with HTTP/1.1 fallback, negotiated by ALPN. */
+function tlsOptions(config: Config) {
+  if (!config.tlsCert || !config.tlsKey) return {};
+  return {
+    http2: true as const,
+    https: { allowHTTP1: true, cert: readPem('TLS_CERT', config.tlsCert), key: readPem('TLS_KEY', config.tlsKey) },
+  };
+}
+
+export async function startServer(config: Config, options: StartServerOptions = {}): Promise<RunningServer> {
+  const logger = createLogger(config, options.logDestination);
+  const tls = tlsOptions(config);
   const ctx = options.ctx ?? (await createContext(config));
-  const app = await buildApp(ctx, { loggerInstance: logger as never });
+  const app = await buildApp(ctx, { loggerInstance: logger as never, fastify: tls as never });
+  const connections = trackConnections(app.server as never, Boolean(config.tlsCert));
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  if (!isLoopback(config.host) && !config.tlsCert) {
-    app.log.warn(
-      { host: config.host },
-      'listening on a non-loopback address without TLS: put a TLS-terminating proxy in front (and set TRUST_PROXY=true)',
-    );
+  const warning = insecureBindingWarning(config);
+  if (warning) app.log.warn({ host: config.host, trust_proxy: config.trustProxy }, warning);
+
+  const runners: BackgroundRunner[] = [];
+  if (options.background !== false) {
+    runners.push(startRetention(ctx, app.log));
   }
-  let closing: Promise<void> | null = null;
+
+  let closing: Promise<boolean> | null = null;
   const close = () => {
     closing ??= (async () => {
-      healthState.shuttingDown = true;
-      await app.close();
+      markShuttingDown(ctx);
+      const bound = config.shutdownTimeoutMs;
+      const appClosed = app.close();
+      // HTTP/2 clients get GOAWAY (no new streams; open ones finish). Once the last in-flight request is
+      // answered, idle keep-alive connections are closed so that the listener can finish closing.
+      connections.goAway();
+      void connections.idle().then(() => connections.endAll());
+      const stopped = Promise.all(
+        runners.map((r) => r.stop().catch((err) => app.log.error({ err, runner: r.name }, 'background runner failed to stop'))),
+      );
+      const clean = await withinBound(Promise.all([appClosed, stopped]), bound);
+      if (!clean) {
+        app.log.error({ in_flight: connections.inFlight(), timeout_ms: bound }, 'shutdown bound reached: cutting off what is left');
+        connections.destroyAll();
+        await withinBound(appClosed, 1000);
+      }
       await ctx.db.close();
+      app.log.info({ clean }, 'closed');
+      return clean;
     })();
     return closing;
   };
-  return { app, ctx, url: `${config.tlsCert ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`, close };
+
+  const scheme = config.tlsCert ? 'https' : 'http';
+  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return { app, ctx, url: `${scheme}://${hostForUrl}:${port}`, runners, close };
+}
+
+async function withinBound(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Follows connections, HTTP/2 sessions and in-flight requests so that close() can drain them. */
+function trackConnections(server: import('node:net').Server, tls: boolean) {
+  const sockets = new Set<Socket>();
+  const sessions = new Set<Http2Session>();
+  let inFlight = 0;
+  let waiters: (() => void)[] = [];
+  server.on(tls ? 'secureConnection' : 'connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.on('session', (session: Http2Session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+    inFlight++;
+    res.once('close', () => {
+      inFlight--;
+      if (inFlight === 0 && waiters.length) {
+        const w = waiters;
+        waiters = [];
+        for (const fn of w) fn();
+      }
+    });
+  });
+  return {
+    inFlight: () => inFlight,
+    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
+    goAway: () => {
+      for (const s of sessions) s.close();
+    },
+    /** Half-closes what is left once nothing is in flight (idle keep-alive connections). */
+    endAll: () => {
+      for (const s of sessions) s.close();
+      for (const s of sockets) if (!s.destroyed) s.end();
+    },
+    destroyAll: () => {
+      for (const s of sessions) s.destroy();
+      for (const s of sockets) s.destroy();
+    },
+  };
+}
+
+/** Plain HTTP beyond loopback is only right behind a TLS-terminating proxy: say so at start. */
+export function insecureBindingWarning(config: Config): string | null {
+  if (isLoopback(config.host) || config.tlsCert) return null;
+  return (
+    `listening on ${config.host} with plain HTTP: a TLS-terminating proxy is expected in front ` +
+    `(set TRUST_PROXY=true so X-Forwarded-For/-Proto are trusted), or set TLS_CERT and TLS_KEY to serve HTTPS`
+  );
 }
 
 export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\./.test(host);
 }
 
-/** Closes the server on SIGTERM/SIGINT; a second signal exits at once. */
-export function closeOnSignals(server: RunningServer, graceMs = 10_000): void {
+interface Closable {
+  close(): Promise<boolean | void>;
+  app?: { log: { info(o: object, m: string): void; warn(o: object, m: string): void; error(o: object, m: string): void } };
+}
+
+/**
+ * Closes the server on SIGTERM/SIGINT and exits: 0 when everything closed within SHUTDOWN_TIMEOUT, 1 when it had
+ * to cut work off. A second signal exits at once. A backstop exits if closing hangs past the bound.
+ */
+export function closeOnSignals(server: Closable, graceMs = 10_000): void {
+  const log = server.app?.log ?? { info: () => {}, warn: () => {}, error: () => {} };
   let signalled = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (signalled) {
-      server.app.log.warn({ signal }, 'second signal: exiting now');
+      log.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
     signalled = true;
-    server.app.log.info({ signal }, 'shutting down');
-    const timer = setTimeout(() => {
-      server.app.log.error('shutdown took too long: exiting');
+    log.info({ signal }, 'shutting down');
+    const backstop = setTimeout(() => {
+      log.error({}, 'shutdown hung past its bound: exiting');
       process.exit(1);
-    }, graceMs);
-    timer.unref();
+    }, graceMs + 5_000);
+    backstop.unref();
     server.close().then(
-      () => process.exit(0),
+      (clean) => process.exit(clean === false ? 1 : 0),
       (err) => {
-        server.app.log.error({ err }, 'error while shutting down');
+        log.error({ err }, 'error while shutting down');
         process.exit(1);
       },
     );

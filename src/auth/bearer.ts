@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { AppError } from '../http/errors.js';
 import type { AuthContext, TokenService } from './tokens.js';
 import type { Scope } from './scopes.js';
+import { bindAuthToLog } from '../http/operations.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -52,6 +53,7 @@ export function registerBearerAuth(app: FastifyInstance, tokens: TokenService): 
       });
     }
     request.auth = auth;
+    bindAuthToLog(request, auth.appId, auth.orgId);
     const scope = config.scope;
     if (scope && !auth.scopes.includes(scope)) {
       throw new AppError('insufficient_scope', `This endpoint needs the "${scope}" scope.`, {

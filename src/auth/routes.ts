@@ -6,6 +6,8 @@ import type { AppContext } from '../context.js';
 import { authenticateClient } from '../modules/applications/service.js';
 import { TOKEN_LIFETIME_SECONDS } from './tokens.js';
 import { parseScopes, type Scope } from './scopes.js';
+import { tokensIssued, tokensRefused } from '../metrics.js';
+import { bindAuthToLog } from '../http/operations.js';
 
 type OAuthError = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope';
 
@@ -44,6 +46,7 @@ const TokenResponse = Type.Object(
 
 function oauthError(reply: FastifyReply, error: OAuthError, description: string, basic = false) {
   const status = error === 'invalid_client' ? 401 : 400;
+  tokensRefused.inc({ reason: error });
   if (error === 'invalid_client' && basic) reply.header('WWW-Authenticate', 'Basic realm="lms"');
   return reply.code(status).header('Cache-Control', 'no-store').send({ error, error_description: description });
 }
@@ -126,7 +129,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async 
         }
         scopes = asked.scopes;
       }
+      bindAuthToLog(request, client.id, client.orgId);
       const accessToken = await ctx.tokens.issue({ ...client, scopes });
+      tokensIssued.inc();
       return reply
         .header('Cache-Control', 'no-store')
         .header('Pragma', 'no-cache')

@@ -6,7 +6,17 @@ import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import { migrationsApplied } from '../db/index.js';
 
-export const healthState = { shuttingDown: false };
+// Per context (not per process), so that a test closing one server leaves the others ready.
+const shuttingDown = new WeakSet<AppContext>();
+
+/** From now on /readyz answers 503, so load balancers stop sending traffic while the process drains. */
+export function markShuttingDown(ctx: AppContext): void {
+  shuttingDown.add(ctx);
+}
+
+export function isShuttingDown(ctx: AppContext): boolean {
+  return shuttingDown.has(ctx);
+}
 
 const Health = Type.Object({ status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) }, { title: 'Health' });
 
@@ -18,8 +28,9 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asyn
     { schema: { tags: ['Meta'], summary: 'Readiness: database reachable, migrations applied', response: { 200: Health, 503: Health } } },
     async (_request, reply) => {
       const checks: Record<string, string> = {};
-      let ready = !healthState.shuttingDown;
-      checks.process = healthState.shuttingDown ? 'shutting down' : 'ok';
+      const closing = isShuttingDown(ctx);
+      let ready = !closing;
+      checks.process = closing ? 'shutting down' : 'ok';
       try {
         await sql`select 1`.execute(ctx.db.kysely);
         checks.database = (await migrationsApplied(ctx.db)) ? 'ok' : 'migrations pending';
