@@ -10,8 +10,13 @@ import { recordEvent } from '../../events/record.js';
 import * as repo from './repo.js';
 import { toCategory, toCourse, type CatalogueFile, type Category, type Course } from './schemas.js';
 
+/**
+ * Published courses. With `updated_since` (delta sync) retired courses are included too, as tombstones with
+ * status "retired", so that a syncing client learns that a course left the catalogue. Drafts are never shown.
+ */
 export async function listPublishedCourses(ctx: AppContext, f: repo.CourseFilter): Promise<Page<Course>> {
-  const params = { ...f, updated_since: f.updated_since && normaliseInstant(f.updated_since, '/updated_since') };
+  const updatedSince = f.updated_since && normaliseInstant(f.updated_since, '/updated_since');
+  const params = { ...f, updated_since: updatedSince, statuses: updatedSince ? (['published', 'retired'] as const).slice() : undefined };
   const rows = await repo.listCourses(ctx.db.kysely, params);
   return toPage(rows, params, toCourse);
 }
