@@ -14,6 +14,8 @@ import { registerOpenApi } from './openapi.js';
 import { healthRoutes } from './http/health.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { AccessLogController, metricsRoutes, registerOperations } from './http/operations.js';
+import { registerRequestLimits } from './http/limits.js';
+import { registerSecurityHeaders } from './http/security-headers.js';
 import { catalogueRoutes } from './modules/catalogue/routes.js';
 import { organizationRoutes } from './modules/organization/routes.js';
 import { webPages } from './web/index.js';
@@ -69,6 +71,8 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
   });
   registerConventions(app);
   registerOperations(app, ctx);
+  await registerSecurityHeaders(app); // before any plugin with routes, so that /docs gets them too
+  registerRequestLimits(app);
   await registerOpenApi(app);
   registerRateLimit(app); // before bearer auth: its hooks straddle it (see rate-limit.ts)
   registerBearerAuth(app, ctx.tokens);

@@ -55,6 +55,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       if (!('security' in s)) s.security = [];
       if (url.startsWith('/v1/')) {
         const common = requiresToken({ url, config: route.config }) ? [400, 401, 403, 429, 500] : [400, 429, 500];
+        // Any operation that takes a body can be refused for its size or its media type (src/http/limits.ts).
+        if (s.body && !(route.config as { oauthErrors?: boolean } | undefined)?.oauthErrors) common.push(413, 415);
         s.response = { ...errorResponses(...common), ...(s.response ?? {}) };
       }
       return { schema: s as never, url };
@@ -70,12 +72,33 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/v1/openapi.json',
-    { config: { public: true }, schema: { tags: ['Meta'], summary: 'This API description (JSON)', security: [] } },
+    {
+      config: { public: true },
+      schema: {
+        tags: ['Meta'],
+        summary: 'This API description (JSON)',
+        security: [],
+        response: {
+          200: {
+            description: 'The OpenAPI 3.1 document.',
+            content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
+          },
+        },
+      },
+    },
     async (_request, reply) => reply.type('application/json; charset=utf-8').send(app.swagger()),
   );
   app.get(
     '/v1/openapi.yaml',
-    { config: { public: true }, schema: { tags: ['Meta'], summary: 'This API description (YAML)', security: [] } },
+    {
+      config: { public: true },
+      schema: {
+        tags: ['Meta'],
+        summary: 'This API description (YAML)',
+        security: [],
+        response: { 200: { description: 'The OpenAPI 3.1 document.', content: { 'application/yaml': { schema: { type: 'string' } } } } },
+      },
+    },
     async (_request, reply) => reply.type('application/yaml; charset=utf-8').send(app.swagger({ yaml: true })),
   );
 }

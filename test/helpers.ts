@@ -14,6 +14,7 @@ import { createOrganization } from '../src/modules/organization/service.js';
 import { createApprovedApplication, type IssuedCredentials } from '../src/modules/applications/service.js';
 import { importCatalogue } from '../src/modules/catalogue/service.js';
 import { ALL_SCOPES, type Scope } from '../src/auth/scopes.js';
+import { enforceOpenApiConformance } from './setup/openapi-conformance.js';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? '';
 export const onPostgres = TEST_DATABASE_URL.startsWith('postgres');
@@ -101,6 +102,8 @@ export async function createTestApp(options: { clock?: Clock; env?: Record<strin
   const ctx = await createContext(config, { clock, schema: database.schema });
   const app = await buildApp(ctx);
   await app.ready();
+  // Every inject() answer is checked against the OpenAPI document (status listed, body matching its schema).
+  enforceOpenApiConformance(app);
 
   const tokenFor = async (credentials: IssuedCredentials) => {
     const res = await app.inject({
