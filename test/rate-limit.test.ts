@@ -220,7 +220,7 @@ describe('two API processes sharing Redis', () => {
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += d));
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 20_000);
+      const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 90_000);
       createInterface({ input: child.stdout! }).on('line', (line) => {
         const m = /listening on (http:\/\/\S+)/.exec(line);
         if (m) {
@@ -280,5 +280,5 @@ describe('two API processes sharing Redis', () => {
       for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
       await database.drop();
     }
-  });
+  }, 180_000);
 });
