@@ -14,11 +14,12 @@ export interface ParsedMail {
 }
 
 function decodeWords(value: string): string {
-  return value.replace(/=\?([^?]+)\?([BbQq])\?([^?]*)\?=/g, (_m, _charset, enc: string, data: string) =>
+  // Whitespace between two encoded words is not part of the text (RFC 2047 §6.2).
+  return value.replace(/\?=\s+=\?/g, '?==?').replace(/=\?([^?]+)\?([BbQq])\?([^?]*)\?=/g, (_m, _charset, enc: string, data: string) =>
     enc.toUpperCase() === 'B'
       ? Buffer.from(data, 'base64').toString('utf8')
       : Buffer.from(data.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_x, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8'),
-  ).replace(/\?=\s+=\?/g, '');
+  );
 }
 
 function splitHeaders(part: string): { headers: Record<string, string>; body: string } {
@@ -27,7 +28,7 @@ function splitHeaders(part: string): { headers: Record<string, string>; body: st
   const head = end < 0 ? normal : normal.slice(0, end);
   const body = end < 0 ? '' : normal.slice(end + 2);
   const headers: Record<string, string> = {};
-  for (const line of head.replace(/\n[ \t]+/g, ' ').split('\n')) {
+  for (const line of head.replace(/\n(?=[ \t])/g, '').split('\n')) {
     const i = line.indexOf(':');
     if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = decodeWords(line.slice(i + 1).trim());
   }

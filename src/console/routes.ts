@@ -196,7 +196,7 @@ ${actions}
 <td data-label="In use">${o.in_use} of ${o.total} (${Math.max(0, o.total - o.in_use)} free)</td>
 <td data-label="Seat total"><form class="actions" method="post" action="/console/organizations/${o.id}/seats">${csrfField(csrf)}
 <label for="seats-${o.id}" class="hint">New total for ${o.name}</label>
-<input id="seats-${o.id}" name="seats" type="number" min="0" step="1" required value="${o.total}" style="max-width:8rem">
+<input id="seats-${o.id}" name="seats" type="number" min="0" step="1" required value="${o.total}" class="narrow">
 <button type="submit" class="secondary">Change seats</button></form></td></tr>`,
       )}</tbody></table></div>
 <h2>Create an organization</h2>

@@ -34,7 +34,7 @@ export function scopeList(scopes: string[]): SafeHtml {
 function applicationsTable(apps: Row<'applications'>[]): SafeHtml {
   if (apps.length === 0) return html`<p>You have no applications yet. <a href="/portal/applications/new">Apply for credentials</a> to get a client ID and secret.</p>`;
   return html`<div class="table-wrap"><table class="cards">
-<caption class="muted" style="text-align:left">Your applications, newest first</caption>
+<caption class="muted">Your applications, newest first</caption>
 <thead><tr><th scope="col">Application</th><th scope="col">State</th><th scope="col">Client ID</th><th scope="col">Granted scopes</th></tr></thead>
 <tbody>${apps.map(
     (a) => html`<tr>

@@ -189,8 +189,8 @@ export function setUpAudience(app: FastifyInstance, ctx: AppContext, audience: A
     let message: SafeHtml | string = 'Something went wrong on our side. Please try again; if it keeps happening, quote this request id: ' + request.id;
     if (err instanceof AppError) {
       status = err.status;
-      title = status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : ERROR_CODES[err.code].title;
-      message = err.message;
+      title = ({ 400: 'Please check the form', 403: 'Not allowed', 404: 'Not found', 409: 'Not possible in the current state' } as Record<number, string>)[status] ?? ERROR_CODES[err.code].title;
+      message = /Nothing was changed/.test(err.message) ? err.message : html`<p>${err.message}</p><p>Nothing was changed.</p>`;
     } else if ((err as FastifyError).validation) {
       status = 400;
       title = 'Please check the form';

@@ -48,6 +48,8 @@ button.danger { background: var(--danger); border-color: var(--danger); }
 .actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
 .table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; }
+caption { text-align: left; padding: .25rem 0; }
+input.narrow { max-width: 8rem; }
 th, td { text-align: left; padding: .5rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 thead th { background: var(--panel); font-size: .9rem; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .9em; word-break: break-all; }

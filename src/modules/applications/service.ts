@@ -4,7 +4,7 @@ import type { AppContext } from '../../context.js';
 import { iso } from '../../clock.js';
 import { newId } from '../../ids.js';
 import { hashSecret, newClientSecret, verifySecret } from '../../auth/secrets.js';
-import { isScope, type Scope } from '../../auth/scopes.js';
+import { ALL_SCOPES, isScope, type Scope } from '../../auth/scopes.js';
 import { jsonList } from '../../http/schemas.js';
 import { AppError, notFound } from '../../http/errors.js';
 import type { Row } from '../../db/types.js';
@@ -101,7 +101,8 @@ function text(value: string, field: string, max: number): string {
 function checkScopes(values: string[], field: string): Scope[] {
   const unknown = values.filter((v) => !isScope(v));
   if (unknown.length) throw new AppError('validation_failed', `Unknown scopes: ${unknown.join(', ')}.`);
-  const scopes = [...new Set(values)] as Scope[];
+  // Kept in the order of the scope table, so that lists read the same everywhere.
+  const scopes = ALL_SCOPES.filter((s) => values.includes(s));
   if (scopes.length === 0) throw new AppError('validation_failed', `Choose at least one ${field}.`);
   return scopes;
 }
