@@ -19,6 +19,9 @@ import { registerSecurityHeaders } from './http/security-headers.js';
 import { catalogueRoutes } from './modules/catalogue/routes.js';
 import { organizationRoutes } from './modules/organization/routes.js';
 import { webPages } from './web/index.js';
+import { registerIdempotency } from './http/idempotency.js';
+import { peopleRoutes } from './modules/people/routes.js';
+import { enrolmentRoutes } from './modules/enrolments/routes.js';
 
 export interface BuildAppOptions {
   /** A pino logger (server.ts builds one with redaction); tests run without one. */
@@ -76,6 +79,7 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
   await registerOpenApi(app);
   registerRateLimit(app); // before bearer auth: its hooks straddle it (see rate-limit.ts)
   registerBearerAuth(app, ctx.tokens);
+  registerIdempotency(app, ctx);
   await app.register(formbody);
 
   await app.register(healthRoutes, { ctx });
@@ -84,6 +88,8 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
   await app.register(catalogueRoutes, { ctx });
   await app.register(organizationRoutes, { ctx });
   await app.register(webPages, { ctx });
+  await app.register(peopleRoutes, { ctx });
+  await app.register(enrolmentRoutes, { ctx });
 
   return app;
 }
