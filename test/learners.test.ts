@@ -150,10 +150,12 @@ describe('PATCH and ETag', () => {
 describe('DELETE /v1/learners/{id}', () => {
   it('sets status removed, withdraws active enrolments and frees their seats in one go; certificates stay; events recorded', async () => {
     const l = (await post('/v1/learners', person('leaver@example.com'))).json();
+    const certCourse = await t.ctx.db.kysely.selectFrom('courses').select('id').where('status', '=', 'published').where('certificate_enabled', '=', 1).where('id', 'not in', [courses[0].id, courses[1].id]).executeTakeFirstOrThrow();
     const e1 = (await post('/v1/enrolments', { learner_id: l.id, course_id: courses[0].id })).json();
     const e2 = (await post('/v1/enrolments', { learner_id: l.id, course_id: courses[1].id })).json();
-    const e3 = (await post('/v1/enrolments', { learner_id: l.id, course_id: courses[2].id })).json();
-    await post(`/v1/enrolments/${e3.id}/complete`, {});
+    const e3 = (await post('/v1/enrolments', { learner_id: l.id, course_id: certCourse.id })).json();
+    const done = (await post(`/v1/enrolments/${e3.id}/complete`, {})).json();
+    expect(done.certificate_id).toMatch(/^crt_/);
     const before = (await get('/v1/seats')).json().in_use;
 
     const res = await t.request({ method: 'DELETE', url: `/v1/learners/${l.id}`, token: tenant.token });
@@ -166,6 +168,8 @@ describe('DELETE /v1/learners/{id}', () => {
       expect(await eventsOf('enrolment.withdrawn', e.id)).toHaveLength(1);
     }
     expect((await get(`/v1/enrolments/${e3.id}`)).json().status).toBe('completed');
+    const certs = (await get(`/v1/learners/${l.id}/certificates`)).json().data;
+    expect(certs.map((c: { id: string; status: string }) => [c.id, c.status])).toEqual([[done.certificate_id, 'valid']]);
     expect(await eventsOf('learner.removed', l.id)).toHaveLength(1);
     expect(await eventsOf('user.removed', l.id)).toHaveLength(1);
 
@@ -222,7 +226,7 @@ describe('delta sync (acceptance 4)', () => {
     let cursor: string | null = null;
     let n = 0;
     do {
-      const page = (await req('GET', `/v1/learners?limit=4${cursor ? `&cursor=${cursor}` : ''}`)).json();
+      const page: { data: { id: string }[]; next_cursor: string | null } = (await req('GET', `/v1/learners?limit=4${cursor ? `&cursor=${cursor}` : ''}`)).json();
       seen.push(...page.data.map((l: { id: string }) => l.id));
       cursor = page.next_cursor;
       // Meanwhile, others create learners.

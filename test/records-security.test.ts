@@ -18,6 +18,7 @@ const ROUTES: SecurityRoute[] = [
   { method: 'PATCH', url: '/v1/learners/:id', scope: 'learners:write', idKind: 'learner', body: () => ({ department: 'Ops' }) },
   { method: 'DELETE', url: '/v1/learners/:id', scope: 'learners:write', idKind: 'learner' },
   { method: 'GET', url: '/v1/learners/:id/enrolments', scope: 'enrolments:read', idKind: 'learner' },
+  { method: 'GET', url: '/v1/learners/:id/certificates', scope: 'certificates:read', idKind: 'learner' },
   { method: 'GET', url: '/v1/enrolments', scope: 'enrolments:read' },
   {
     method: 'POST',

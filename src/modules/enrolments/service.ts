@@ -17,6 +17,7 @@ import { normaliseInstant, toPage, type Page } from '../../http/pagination.js';
 import { recordEvent } from '../../events/record.js';
 import { releaseSeat, takeSeat } from '../organization/repo.js';
 import { findCourse } from '../catalogue/repo.js';
+import { issueCertificateForEnrolment } from '../certificates/service.js';
 import * as people from '../people/repo.js';
 import * as repo from './repo.js';
 import { transition, type EnrolmentAction } from './state.js';
@@ -112,11 +113,12 @@ export async function applyTransition(trx: Trx, ctx: AppContext, row: Row<'enrol
 }
 
 /**
- * The certificates module issues the certificate (and records certificate.issued) in this same transaction.
- * Until it lands, completion issues none.
+ * The certificates module issues the certificate if the course grants one (and records certificate.issued and
+ * sets enrolments.certificate_id) in this same transaction.
  */
-async function issueCertificate(_trx: Trx, _ctx: AppContext, row: Row<'enrolments'>): Promise<Row<'enrolments'>> {
-  return row;
+async function issueCertificate(trx: Trx, ctx: AppContext, row: Row<'enrolments'>): Promise<Row<'enrolments'>> {
+  const certificate = await issueCertificateForEnrolment(trx, ctx, row);
+  return certificate ? { ...row, certificate_id: certificate.id } : row;
 }
 
 async function changeEnrolment(ctx: AppContext, orgId: string, id: string, action: EnrolmentAction, ifMatch?: string): Promise<Enrolment> {

@@ -23,6 +23,8 @@ import {
   UserSchema,
 } from './schemas.js';
 import * as service from './service.js';
+import { CertificatePage, CertificateSchema } from '../certificates/schemas.js';
+import { LearnerCertificateListQuery } from './schemas.js';
 
 /** A bulk item's problem: the fields of problem+json that make sense outside a response. */
 export function itemProblem(err: AppError) {
@@ -200,5 +202,27 @@ export const peopleRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asyn
       const learner = await service.removeLearner(ctx, authOf(request).orgId, request.params.id, ifMatchOf(request));
       return reply.header('ETag', etagOf(learner)).send(learner);
     },
+  );
+
+  app.addSchema(CertificateSchema);
+  app.get(
+    '/v1/learners/:id/certificates',
+    {
+      config: { scope: 'certificates:read' },
+      schema: {
+        tags: ['Learners'],
+        summary: "A learner's certificates (kept after the learner is removed)",
+        params: IdParams(),
+        querystring: LearnerCertificateListQuery,
+        response: { 200: CertificatePage, ...errorResponses(404) },
+      },
+    },
+    async (request, reply) =>
+      withLinkHeader(
+        request,
+        reply,
+        await service.listCertificatesOfLearner(ctx, authOf(request).orgId, request.params.id, request.query),
+        ctx.config.publicUrl,
+      ),
   );
 };

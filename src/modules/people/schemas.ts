@@ -150,6 +150,15 @@ export const LearnerListQuery = Type.Object(
   { additionalProperties: false },
 );
 
+export const LearnerCertificateListQuery = Type.Object(
+  {
+    ...PageQuery,
+    course_id: Type.Optional(Type.String({ maxLength: 64 })),
+    status: Type.Optional(Type.Union([Type.Literal('valid'), Type.Literal('expired'), Type.Literal('revoked')])),
+  },
+  { additionalProperties: false },
+);
+
 export const UserPage = pageOf(Type.Ref(UserSchema), 'UserPage');
 export const LearnerPage = pageOf(Type.Ref(LearnerSchema), 'LearnerPage');
 

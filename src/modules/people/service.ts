@@ -18,6 +18,7 @@ import { assertIfMatch } from '../../http/etag.js';
 import { normaliseInstant, toPage, type Page } from '../../http/pagination.js';
 import { recordEvent } from '../../events/record.js';
 import { withdrawActiveEnrolmentsOf } from '../enrolments/service.js';
+import { listCertificates, type Certificate } from '../certificates/service.js';
 import * as repo from './repo.js';
 import {
   rolesOf,
@@ -203,6 +204,18 @@ export async function getLearner(ctx: AppContext, orgId: string, id: string): Pr
 export async function listLearners(ctx: AppContext, orgId: string, f: repo.PersonFilter): Promise<Page<Learner>> {
   const params = listParams({ ...f, learnersOnly: true });
   return toPage(await repo.listUsers(ctx.db.kysely, orgId, params), params, toLearner);
+}
+
+/** GET /v1/learners/{id}/certificates: 404 unless the learner is one of the organization's (removed ones too). */
+export async function listCertificatesOfLearner(
+  ctx: AppContext,
+  orgId: string,
+  id: string,
+  f: Omit<Parameters<typeof listCertificates>[2], 'learner_id'>,
+): Promise<Page<Certificate>> {
+  const row = await repo.findUser(ctx.db.kysely, orgId, id);
+  if (!row || row.is_learner !== 1) throw notFound('learner');
+  return listCertificates(ctx, orgId, { ...f, learner_id: id });
 }
 
 export function updateLearner(ctx: AppContext, orgId: string, id: string, patch: LearnerPatchInput, ifMatch?: string): Promise<Learner> {
