@@ -64,3 +64,8 @@ export const ConditionalHeaders = Type.Object({
 export const CacheHeaders = Type.Object({
   'if-none-match': Type.Optional(Type.String({ maxLength: 1000, description: 'Answer 304 if the resource still has this ETag.' })),
 });
+
+/** The 304 answer of a GET that honours If-None-Match, for a route's `response` schema (no body). */
+export const notModifiedResponse = {
+  304: { description: 'Not Modified: If-None-Match matches the current ETag.', type: 'null' },
+} as const;

@@ -6,7 +6,7 @@ import { authOf } from '../../auth/bearer.js';
 import { errorResponses } from '../../http/errors.js';
 import { IdParams } from '../../http/schemas.js';
 import { withLinkHeader } from '../../http/pagination.js';
-import { CacheHeaders, ConditionalHeaders, etagOf, ifMatchOf, sendWithEtag } from '../../http/etag.js';
+import { CacheHeaders, ConditionalHeaders, etagOf, ifMatchOf, notModifiedResponse, sendWithEtag } from '../../http/etag.js';
 import { IdempotencyHeaders } from '../../http/idempotency.js';
 import { itemProblem } from '../people/routes.js';
 import {
@@ -85,7 +85,7 @@ export const enrolmentRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = a
     '/v1/enrolments/:id',
     {
       config: { scope: 'enrolments:read' },
-      schema: { tags: ['Enrolments'], summary: 'Get an enrolment', params: IdParams(), headers: CacheHeaders, response: { 200: Enrolment, ...errorResponses(404) } },
+      schema: { tags: ['Enrolments'], summary: 'Get an enrolment', params: IdParams(), headers: CacheHeaders, response: { 200: Enrolment, ...notModifiedResponse, ...errorResponses(404) } },
     },
     async (request, reply) => sendWithEtag(request, reply, await service.getEnrolment(ctx, authOf(request).orgId, request.params.id)),
   );

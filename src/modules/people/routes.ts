@@ -6,7 +6,7 @@ import { authOf } from '../../auth/bearer.js';
 import { ERROR_CODES, errorResponses, type AppError } from '../../http/errors.js';
 import { IdParams } from '../../http/schemas.js';
 import { withLinkHeader } from '../../http/pagination.js';
-import { CacheHeaders, ConditionalHeaders, etagOf, ifMatchOf, sendWithEtag } from '../../http/etag.js';
+import { CacheHeaders, ConditionalHeaders, etagOf, ifMatchOf, notModifiedResponse, sendWithEtag } from '../../http/etag.js';
 import { IdempotencyHeaders } from '../../http/idempotency.js';
 import {
   LearnerBulk,
@@ -64,7 +64,7 @@ export const peopleRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asyn
     '/v1/users/:id',
     {
       config: { scope: 'users:read' },
-      schema: { tags: ['Users'], summary: 'Get a user', params: IdParams(), headers: CacheHeaders, response: { 200: User, ...errorResponses(404) } },
+      schema: { tags: ['Users'], summary: 'Get a user', params: IdParams(), headers: CacheHeaders, response: { 200: User, ...notModifiedResponse, ...errorResponses(404) } },
     },
     async (request, reply) => sendWithEtag(request, reply, await service.getUser(ctx, authOf(request).orgId, request.params.id)),
   );
@@ -162,7 +162,7 @@ export const peopleRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asyn
     '/v1/learners/:id',
     {
       config: { scope: 'learners:read' },
-      schema: { tags: ['Learners'], summary: 'Get a learner', params: IdParams(), headers: CacheHeaders, response: { 200: Learner, ...errorResponses(404) } },
+      schema: { tags: ['Learners'], summary: 'Get a learner', params: IdParams(), headers: CacheHeaders, response: { 200: Learner, ...notModifiedResponse, ...errorResponses(404) } },
     },
     async (request, reply) => sendWithEtag(request, reply, await service.getLearner(ctx, authOf(request).orgId, request.params.id)),
   );
