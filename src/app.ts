@@ -22,6 +22,8 @@ import { webPages } from './web/index.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { peopleRoutes } from './modules/people/routes.js';
 import { enrolmentRoutes } from './modules/enrolments/routes.js';
+import { webhookRoutes } from './modules/webhooks/routes.js';
+import { eventRoutes } from './modules/events/routes.js';
 
 export interface BuildAppOptions {
   /** A pino logger (server.ts builds one with redaction); tests run without one. */
@@ -90,6 +92,8 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
   await app.register(webPages, { ctx });
   await app.register(peopleRoutes, { ctx });
   await app.register(enrolmentRoutes, { ctx });
+  await app.register(webhookRoutes, { ctx });
+  await app.register(eventRoutes, { ctx });
 
   return app;
 }

@@ -5,7 +5,8 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig, loadDotEnv, redactUrl, type Config } from './config.js';
 import { createContext, type AppContext } from './context.js';
 import { migrateToLatest, openDb } from './db/index.js';
-import { closeOnSignals, startServer } from './server.js';
+import { closeOnSignals, createLogger, startServer } from './server.js';
+import { startWorker } from './webhooks/worker.js';
 import { seedDemo } from './demo/seed.js';
 import { createOrganization, setSeatTotal } from './modules/organization/service.js';
 import { createApprovedApplication } from './modules/applications/service.js';
@@ -63,6 +64,41 @@ export function buildCli(): Command {
         }
       }
       process.stdout.write(lines.join('\n') + '\n');
+    });
+
+  program
+    .command('worker')
+    .description('run only the webhook delivery worker (next to API processes started with WEBHOOK_WORKER=false)')
+    .option('--json', 'print JSON lines (started, stopped with counts)')
+    .action(async (opts: { json?: boolean }) => {
+      const cfg = config();
+      const logger = createLogger(cfg);
+      const ctx = await createContext(cfg);
+      const worker = startWorker(ctx, { logger });
+      output(Boolean(opts.json), { worker: worker.id, status: 'started' }, `webhook worker ${worker.id} running`);
+      let signalled = false;
+      const onSignal = (signal: NodeJS.Signals) => {
+        if (signalled) process.exit(1);
+        signalled = true;
+        logger.info({ signal }, 'stopping the webhook worker');
+        // Finishes the deliveries it holds (each bounded by WEBHOOK_TIMEOUT), then exits.
+        worker
+          .stop()
+          .then(() => ctx.db.close())
+          .then(
+            () => {
+              const s = worker.stats;
+              output(Boolean(opts.json), { worker: worker.id, status: 'stopped', ...s }, `webhook worker ${worker.id} stopped: ${s.succeeded} delivered`);
+              process.exit(0);
+            },
+            (err) => {
+              logger.error({ err }, 'error while stopping the worker');
+              process.exit(1);
+            },
+          );
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
     });
 
   program

@@ -25,6 +25,16 @@ export interface Config {
   webhookAllowPrivateNetworks: boolean;
   webhookRetryScheduleMs: number[];
   webhookTimeoutMs: number;
+  /** How long a worker's claim on a delivery lasts; a dead worker's claims are picked up again after it. */
+  webhookLeaseMs: number;
+  /** Deliveries one worker sends at the same time. */
+  webhookConcurrency: number;
+  /** How often an idle worker looks for due deliveries. */
+  webhookPollMs: number;
+  /** An endpoint whose deliveries have all failed for this long is disabled. */
+  webhookDisableAfterMs: number;
+  /** Run the delivery worker inside `lmsapi serve` (turn off for API-only processes next to `lmsapi worker`). */
+  webhookWorkerInServe: boolean;
   logLevel: string;
   tlsCert: string | null;
   tlsKey: string | null;
@@ -134,6 +144,13 @@ export function loadConfig(env: Env = process.env): Config {
   const schedule = (str(env, 'WEBHOOK_RETRY_SCHEDULE') ?? '5s,5m,30m,2h,5h,10h,10h')
     .split(',')
     .map((part) => parseDuration('WEBHOOK_RETRY_SCHEDULE', part));
+  const webhookTimeoutMs = parseDuration('WEBHOOK_TIMEOUT', str(env, 'WEBHOOK_TIMEOUT') ?? '15s');
+  if (webhookTimeoutMs < 1) throw new ConfigError('WEBHOOK_TIMEOUT', 'must be at least 1ms');
+  const leaseRaw = str(env, 'WEBHOOK_LEASE');
+  const webhookLeaseMs = leaseRaw ? parseDuration('WEBHOOK_LEASE', leaseRaw) : webhookTimeoutMs + 15_000;
+  if (webhookLeaseMs <= webhookTimeoutMs) {
+    throw new ConfigError('WEBHOOK_LEASE', 'must be longer than WEBHOOK_TIMEOUT (a claim has to outlast one attempt)');
+  }
   const logLevel = str(env, 'LOG_LEVEL') ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `"${logLevel}" is not one of fatal, error, warn, info, debug, trace, silent`);
@@ -157,7 +174,12 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
     webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     webhookRetryScheduleMs: schedule,
-    webhookTimeoutMs: parseDuration('WEBHOOK_TIMEOUT', str(env, 'WEBHOOK_TIMEOUT') ?? '15s'),
+    webhookTimeoutMs,
+    webhookLeaseMs,
+    webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 32, 1, 1000),
+    webhookPollMs: parseDuration('WEBHOOK_POLL_INTERVAL', str(env, 'WEBHOOK_POLL_INTERVAL') ?? '250ms'),
+    webhookDisableAfterMs: parseDuration('WEBHOOK_DISABLE_AFTER', str(env, 'WEBHOOK_DISABLE_AFTER') ?? '5d'),
+    webhookWorkerInServe: bool(env, 'WEBHOOK_WORKER', true),
     logLevel,
     tlsCert,
     tlsKey,

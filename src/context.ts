@@ -2,6 +2,7 @@
 import type { Config } from './config.js';
 import type { Db } from './db/index.js';
 import type { Clock } from './clock.js';
+import type { ResolveAll } from './webhooks/url-guard.js';
 import { TokenService } from './auth/tokens.js';
 import { openDb, migrateToLatest } from './db/index.js';
 import { systemClock } from './clock.js';
@@ -14,6 +15,8 @@ export interface AppContext {
   tokens: TokenService;
   /** Outgoing e-mail: SMTP when SMTP_URL is set, else .eml files in DATA_DIR/mail/. */
   mailer: Mailer;
+  /** Name resolution for webhook targets (registration check and connect time); tests inject one. Default: DNS. */
+  resolveAll?: ResolveAll;
 }
 
 export interface CreateContextOptions {

@@ -16,6 +16,7 @@ import { createContext, type AppContext } from './context.js';
 import { markShuttingDown } from './http/health.js';
 import { createRedactingLogger } from './logging.js';
 import { startRetention } from './ops/retention.js';
+import { startWorker } from './webhooks/worker.js';
 
 /**
  * Something that runs next to the HTTP server (retention jobs, the webhook delivery worker) and must stop before
@@ -80,6 +81,8 @@ export async function startServer(config: Config, options: StartServerOptions = 
   const runners: BackgroundRunner[] = [];
   if (options.background !== false) {
     runners.push(startRetention(ctx, app.log));
+    // The webhook delivery worker; WEBHOOK_WORKER=false leaves delivery to separate `lmsapi worker` processes.
+    if (config.webhookWorkerInServe) runners.push(startWorker(ctx, { logger: app.log as never }));
   }
 
   let closing: Promise<boolean> | null = null;

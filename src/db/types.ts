@@ -164,6 +164,7 @@ export interface WebhookEndpointsTable {
   secret: string;
   previous_secret: string | null;
   previous_secret_expires_at: string | null;
+  failing_since: string | null; // first failed attempt since the last success (migration 003)
   created_at: string;
   updated_at: string;
 }
