@@ -23,7 +23,6 @@ export interface UrlPolicy {
 
 export class WebhookUrlError extends Error {}
 
-const BLOCKED = new BlockList();
 const IPV4_RANGES: [string, number, string][] = [
   ['0.0.0.0', 8, 'unspecified ("this network")'],
   ['10.0.0.0', 8, 'private'],
@@ -61,8 +60,12 @@ const IPV6_RANGES: [string, number, string][] = [
   ['fec0::', 10, 'site-local'],
   ['ff00::', 8, 'multicast'],
 ];
-for (const [net, prefix] of IPV4_RANGES) BLOCKED.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of IPV6_RANGES) BLOCKED.addSubnet(net, prefix, 'ipv6');
+// Two lists: a BlockList also matches IPv4 addresses against IPv6 rules (as IPv4-mapped), and ::ffff:0:0/96 is
+// refused whole, which would otherwise refuse every IPv4 address.
+const BLOCKED_V4 = new BlockList();
+const BLOCKED_V6 = new BlockList();
+for (const [net, prefix] of IPV4_RANGES) BLOCKED_V4.addSubnet(net, prefix, 'ipv4');
+for (const [net, prefix] of IPV6_RANGES) BLOCKED_V6.addSubnet(net, prefix, 'ipv6');
 
 function rangeName(address: string, family: 4 | 6): string {
   const list = family === 4 ? IPV4_RANGES : IPV6_RANGES;
@@ -78,8 +81,8 @@ function rangeName(address: string, family: 4 | 6): string {
 export function forbiddenAddressReason(address: string): string | null {
   const family = isIP(address);
   if (family === 0) return `"${address}" is not an IP address`;
-  const type = family === 4 ? 'ipv4' : 'ipv6';
-  if (!BLOCKED.check(address, type)) return null;
+  const blocked = family === 4 ? BLOCKED_V4.check(address, 'ipv4') : BLOCKED_V6.check(address, 'ipv6');
+  if (!blocked) return null;
   return `${address} is a ${rangeName(address, family as 4 | 6)} address`;
 }
 
