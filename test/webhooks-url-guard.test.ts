@@ -109,7 +109,7 @@ beforeAll(async () => {
   tenant = await strict.tenant();
   httpAllowed = await createTestApp({ clock: systemClock, env: { ...env, WEBHOOK_ALLOW_HTTP: 'true' } });
   httpAllowed.ctx.resolveAll = resolveAll;
-});
+}, 120_000); // two apps: slow on a busy machine
 afterAll(async () => {
   await strict.close();
   await httpAllowed.close();
