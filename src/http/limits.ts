@@ -4,8 +4,9 @@
 //   `constructor` key holding a `prototype`, is refused rather than silently dropped), and are refused when nested
 //   deeper than MAX_DEPTH, when a string is longer than MAX_STRING_LENGTH characters, or an array has more than
 //   MAX_ARRAY_ITEMS items (bulk routes cap themselves lower in their schemas: 500);
-// - every other body type on /v1 is 415 (conventions.ts), unknown fields are 400 (schemas: additionalProperties false).
-import type { FastifyInstance } from 'fastify';
+// - every other body type on /v1 is 415 (conventions.ts), unknown fields are 400 (schemas: additionalProperties false);
+// - a /v1 route that declares no query parameters accepts none (an unknown parameter is 400, as on every list).
+import type { FastifyInstance, RouteOptions } from 'fastify';
 import { AppError } from './errors.js';
 
 export const MAX_DEPTH = 32;
@@ -58,6 +59,11 @@ function checkValue(value: unknown, depth: number, pointer: string): void {
 }
 
 export function registerRequestLimits(app: FastifyInstance): void {
+  app.addHook('onRoute', (route: RouteOptions) => {
+    if (!route.url.startsWith('/v1/')) return;
+    const schema = (route.schema ??= {}) as { querystring?: unknown };
+    schema.querystring ??= { type: 'object', properties: {}, additionalProperties: false };
+  });
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     try {
