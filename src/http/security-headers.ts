@@ -1,7 +1,7 @@
 // Security headers on every response (HTML pages and the API), through @fastify/helmet:
 // - X-Content-Type-Options: nosniff, Referrer-Policy: no-referrer, X-Frame-Options and frame-ancestors 'none'
-//   (no page of ours may be framed: clickjacking), Cross-Origin-Opener/Resource-Policy same-origin, HSTS (TLS is
-//   terminated here or by a proxy in front; browsers ignore it over plain HTTP on loopback);
+//   (no page of ours may be framed: clickjacking), Cross-Origin-Opener/Resource-Policy same-origin (HSTS is sent
+//   by src/http/operations.ts on HTTPS);
 // - a strict Content-Security-Policy for the server-rendered pages (/portal, /console, /verify): only our own
 //   scripts, styles and images, forms post only to us. /docs sets its own CSP (swagger-ui's static CSP, with the
 //   hashes of its inline code) which takes precedence there;
@@ -30,7 +30,7 @@ export async function registerSecurityHeaders(app: FastifyInstance): Promise<voi
     frameguard: { action: 'deny' },
     referrerPolicy: { policy: 'no-referrer' },
     crossOriginEmbedderPolicy: false,
-    hsts: { maxAge: 31_536_000, includeSubDomains: true },
+    hsts: false,
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
