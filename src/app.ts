@@ -24,6 +24,7 @@ import { peopleRoutes } from './modules/people/routes.js';
 import { enrolmentRoutes } from './modules/enrolments/routes.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
 import { eventRoutes } from './modules/events/routes.js';
+import { certificateRoutes } from './modules/certificates/routes.js';
 
 export interface BuildAppOptions {
   /** A pino logger (server.ts builds one with redaction); tests run without one. */
@@ -94,6 +95,7 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
   await app.register(enrolmentRoutes, { ctx });
   await app.register(webhookRoutes, { ctx });
   await app.register(eventRoutes, { ctx });
+  await app.register(certificateRoutes, { ctx });
 
   return app;
 }

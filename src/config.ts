@@ -47,6 +47,8 @@ export interface Config {
   /** How often the retention jobs run (RETENTION_INTERVAL), and how many rows one delete statement removes. */
   retentionIntervalMs: number;
   retentionBatchSize: number;
+  /** How often the server moves certificates past expires_at to expired. */
+  certificateExpiryIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -190,5 +192,10 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: parseDuration('SHUTDOWN_TIMEOUT', str(env, 'SHUTDOWN_TIMEOUT') ?? '10s'),
     retentionIntervalMs: atLeast('RETENTION_INTERVAL', parseDuration('RETENTION_INTERVAL', str(env, 'RETENTION_INTERVAL') ?? '1h'), 100),
     retentionBatchSize: int(env, 'RETENTION_BATCH_SIZE', 500, 1, 100_000),
+    certificateExpiryIntervalMs: atLeast(
+      'CERTIFICATE_EXPIRY_INTERVAL',
+      parseDuration('CERTIFICATE_EXPIRY_INTERVAL', str(env, 'CERTIFICATE_EXPIRY_INTERVAL') ?? '1m'),
+      100,
+    ),
   };
 }

@@ -43,6 +43,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'Users', description: "The organization's user accounts." },
         { name: 'Learners', description: 'The users with the learner role; bulk upsert.' },
         { name: 'Enrolments', description: 'Enrolments within the seat allowance, and their state changes.' },
+        { name: 'Certificates', description: "Certificates earned by the organization's learners: list, PDF, revoke." },
+        { name: 'Verification', description: 'The public certificate verification page behind every verification URL and QR code (no token).' },
         { name: 'Meta', description: 'Health, readiness and this description.' },
         { name: 'Developer portal (HTML)', description: 'Server-rendered pages for developers at /portal: sign in by e-mail, apply for credentials, reset secrets.' },
         { name: 'Operator console (HTML)', description: 'Server-rendered pages for operators at /console: review applications, organizations, catalogue, audit log.' },

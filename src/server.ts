@@ -17,6 +17,7 @@ import { markShuttingDown } from './http/health.js';
 import { createRedactingLogger } from './logging.js';
 import { startRetention } from './ops/retention.js';
 import { startWorker } from './webhooks/worker.js';
+import { startCertificateExpiryJob } from './modules/certificates/expiry.js';
 
 /**
  * Something that runs next to the HTTP server (retention jobs, the webhook delivery worker) and must stop before
@@ -83,6 +84,16 @@ export async function startServer(config: Config, options: StartServerOptions = 
     runners.push(startRetention(ctx, app.log));
     // The webhook delivery worker; WEBHOOK_WORKER=false leaves delivery to separate `lmsapi worker` processes.
     if (config.webhookWorkerInServe) runners.push(startWorker(ctx, { logger: app.log as never }));
+    runners.push({
+      name: 'certificate-expiry',
+      stop: startCertificateExpiryJob(ctx, {
+        intervalMs: config.certificateExpiryIntervalMs,
+        onError: (err) => app.log.error({ err }, 'certificate expiry: run failed (will retry at the next interval)'),
+        onRun: (expired) => {
+          if (expired > 0) app.log.info({ expired }, 'certificate expiry: certificates expired');
+        },
+      }),
+    });
   }
 
   let closing: Promise<boolean> | null = null;

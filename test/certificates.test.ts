@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp, type Tenant } from './helpers.js';
+import { createTestApp, problemOf, type TestApp, type Tenant } from './helpers.js';
+import { inspectPdf, decodeQrFromOperators } from './pdf-inspect.js';
 import { ManualClock, iso } from '../src/clock.js';
 import { newId } from '../src/ids.js';
 import type { Row } from '../src/db/types.js';
-import { addMonths, issueCertificateForEnrolment } from '../src/modules/certificates/service.js';
+import { addMonths, issueCertificateForEnrolment, type Certificate } from '../src/modules/certificates/service.js';
+import { expireCertificates, startCertificateExpiryJob } from '../src/modules/certificates/expiry.js';
+import { prefersJson } from '../src/modules/certificates/routes.js';
 
 const clock = new ManualClock(new Date('2026-03-10T09:00:00.000Z'));
 let t: TestApp;
@@ -144,3 +147,301 @@ describe('issueCertificateForEnrolment', () => {
   });
 });
 
+
+const DAY = 86_400_000;
+
+/** A learner, a course and a completed enrolment with its certificate, made directly (not over HTTP). */
+async function certificateFor(
+  orgId: string,
+  opts: { validityMonths?: number | null; title?: string; first?: string; last?: string } = {},
+): Promise<Certificate> {
+  const enrolment = await completedEnrolment(
+    orgId,
+    { certificate: true, validityMonths: opts.validityMonths ?? null, title: opts.title },
+    { first: opts.first ?? 'Grace', last: opts.last ?? 'Hopper' },
+  );
+  return (await issue(enrolment))!;
+}
+
+const verifyPath = (cert: Certificate) => new URL(cert.verification_url).pathname;
+
+async function verifyJson(cert: Certificate) {
+  const res = await t.request({ method: 'GET', url: verifyPath(cert), headers: { accept: 'application/json' } });
+  expect(res.statusCode).toBe(200);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  return res.json();
+}
+
+async function eventsOf(type: string, certificateId: string) {
+  const rows = await t.ctx.db.kysely.selectFrom('events').select('payload').where('type', '=', type).orderBy('id').execute();
+  return rows.map((r) => JSON.parse(r.payload)).filter((e) => e.data.object.id === certificateId);
+}
+
+describe('GET /v1/certificates and /v1/certificates/{id}', () => {
+  it('shows a certificate with every field of the contract', async () => {
+    const cert = await certificateFor(tenant.orgId, { validityMonths: 24 });
+    const res = await t.request({ method: 'GET', url: `/v1/certificates/${cert.id}`, token: tenant.token });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual(cert);
+    expect(Object.keys(res.json()).sort()).toEqual(
+      ['id', 'object', 'created_at', 'updated_at', 'learner_id', 'course_id', 'enrolment_id', 'number', 'status', 'issued_at', 'expires_at', 'revoked_at', 'revocation_reason', 'verification_url'].sort(),
+    );
+    expect(cert.verification_url).toMatch(/^http:\/\/127\.0\.0\.1:3000\/verify\/[A-Za-z0-9_-]{27}$/);
+  });
+
+  it('lists with filters, keyset pages and a Link header', async () => {
+    const other = await t.tenant();
+    const a = await certificateFor(other.orgId, { title: 'Filter course A' });
+    const b = await certificateFor(other.orgId, { title: 'Filter course B' });
+    const c = await certificateFor(other.orgId, { title: 'Filter course C' });
+    const list = async (query: string) => {
+      const res = await t.request({ method: 'GET', url: `/v1/certificates${query}`, token: other.token });
+      expect(res.statusCode).toBe(200);
+      return res;
+    };
+    const ids = (res: { json(): { data: { id: string }[] } }) => res.json().data.map((x) => x.id);
+    expect(ids(await list(''))).toEqual([a.id, b.id, c.id]);
+    expect(ids(await list(`?learner_id=${b.learner_id}`))).toEqual([b.id]);
+    expect(ids(await list(`?course_id=${c.course_id}`))).toEqual([c.id]);
+    expect(ids(await list('?issued_since=2999-01-01T00:00:00Z'))).toEqual([]);
+    expect(ids(await list(`?issued_since=${encodeURIComponent(a.issued_at)}`))).toEqual([a.id, b.id, c.id]);
+    const first = await list('?limit=2');
+    expect(ids(first)).toEqual([a.id, b.id]);
+    expect(first.headers.link).toBe(`<http://127.0.0.1:3000/v1/certificates?limit=2&cursor=${first.json().next_cursor}>; rel="next"`);
+    const second = await list(`?limit=2&cursor=${first.json().next_cursor}`);
+    expect(ids(second)).toEqual([c.id]);
+    expect(second.json().next_cursor).toBeNull();
+
+    clock.advance(1000);
+    await t.request({ method: 'POST', url: `/v1/certificates/${b.id}/revoke`, token: other.token, payload: { reason: 'issued in error' } });
+    expect(ids(await list('?status=revoked'))).toEqual([b.id]);
+    expect(ids(await list('?status=valid'))).toEqual([a.id, c.id]);
+    expect(ids(await list(`?updated_since=${encodeURIComponent(iso(clock.now()))}`))).toEqual([b.id]);
+    for (const bad of ['status=lost', 'issued_since=yesterday', 'limit=0', 'colour=blue']) {
+      const res = await t.request({ method: 'GET', url: `/v1/certificates?${bad}`, token: other.token });
+      expect(res.statusCode, bad).toBe(400);
+    }
+  });
+
+  it("keeps organizations apart: another organization's certificate is 404 everywhere, like an unknown id", async () => {
+    const mine = await certificateFor(tenant.orgId);
+    const other = await t.tenant();
+    for (const [method, url, payload] of [
+      ['GET', `/v1/certificates/${mine.id}`],
+      ['GET', `/v1/certificates/${mine.id}/pdf`],
+      ['POST', `/v1/certificates/${mine.id}/revoke`, { reason: 'not yours' }],
+    ] as const) {
+      const foreign = await t.request({ method, url, payload, token: other.token });
+      const unknown = await t.request({ method, url: url.replace(mine.id, 'crt_01JUNKNOWNUNKNOWNUNKNOWN00'), payload, token: other.token });
+      expect(foreign.statusCode, url).toBe(404);
+      expect(problemOf(foreign).code).toBe('not_found');
+      expect(problemOf(foreign).detail).toBe(problemOf(unknown).detail);
+    }
+    const list = (await t.request({ method: 'GET', url: '/v1/certificates?limit=100', token: other.token })).json();
+    expect(list.data.map((c: { id: string }) => c.id)).not.toContain(mine.id);
+    expect((await t.request({ method: 'GET', url: `/v1/certificates/${mine.id}`, token: tenant.token })).json().status).toBe('valid');
+  });
+
+  it('needs a token and the right scope', async () => {
+    const cert = await certificateFor(tenant.orgId);
+    const noToken = await t.request({ method: 'GET', url: '/v1/certificates' });
+    expect(noToken.statusCode).toBe(401);
+    expect(problemOf(noToken).code).toBe('invalid_token');
+    const coursesOnly = await tenant.tokenWith(['courses:read']);
+    for (const url of ['/v1/certificates', `/v1/certificates/${cert.id}`, `/v1/certificates/${cert.id}/pdf`]) {
+      const res = await t.request({ method: 'GET', url, token: coursesOnly });
+      expect(res.statusCode, url).toBe(403);
+      expect(res.headers['www-authenticate']).toContain('scope="certificates:read"');
+    }
+    const readOnly = await tenant.tokenWith(['certificates:read']);
+    const revoke = await t.request({ method: 'POST', url: `/v1/certificates/${cert.id}/revoke`, token: readOnly, payload: { reason: 'x' } });
+    expect(revoke.statusCode).toBe(403);
+    expect(revoke.headers['www-authenticate']).toContain('scope="certificates:write"');
+  });
+});
+
+describe('GET /v1/certificates/{id}/pdf', () => {
+  it('is a real one-page PDF with the name, course, number, dates and the verification URL as text and QR code', async () => {
+    const cert = await certificateFor(tenant.orgId, { validityMonths: 12, title: 'Fire Safety & Evacuation', first: 'Zoë', last: "O'Brien-Müller" });
+    const res = await t.request({ method: 'GET', url: `/v1/certificates/${cert.id}/pdf`, token: tenant.token });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('application/pdf');
+    expect(res.headers['content-disposition']).toBe(`inline; filename="certificate-${cert.number}.pdf"`);
+    expect(res.rawPayload.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+    const pdf = await inspectPdf(res.rawPayload);
+    expect(pdf.pageCount).toBe(1);
+    expect(pdf.texts).toContain("Zoë O'Brien-Müller");
+    expect(pdf.texts).toContain('Fire Safety & Evacuation');
+    expect(pdf.texts).toContain(cert.number);
+    expect(pdf.texts).toContain('10 March 2026'); // issued (the test clock's day)
+    expect(pdf.texts).toContain('10 March 2027'); // valid until
+    expect(pdf.texts).toContain(cert.verification_url);
+    expect(decodeQrFromOperators(pdf.operators)).toBe(cert.verification_url);
+  });
+
+  it('says on the page when a certificate has been revoked, and copes with names outside Latin-1', async () => {
+    const cert = await certificateFor(tenant.orgId, { first: 'Łukasz', last: 'Nowak' });
+    await t.request({ method: 'POST', url: `/v1/certificates/${cert.id}/revoke`, token: tenant.token, payload: { reason: 'fraud' } });
+    const res = await t.request({ method: 'GET', url: `/v1/certificates/${cert.id}/pdf`, token: tenant.token });
+    const pdf = await inspectPdf(res.rawPayload);
+    expect(pdf.pageCount).toBe(1);
+    expect(pdf.texts).toContain('Does not expire');
+    expect(pdf.texts.some((s) => s.startsWith('REVOKED on '))).toBe(true);
+    expect(pdf.texts).toContain('?ukasz Nowak'); // Ł has no Windows-1252 form in the standard fonts
+  });
+});
+
+describe('revocation', () => {
+  it('revokes once with a reason and certificate.revoked; a second revoke is 409 invalid_state', async () => {
+    const cert = await certificateFor(tenant.orgId);
+    clock.advance(60_000);
+    const res = await t.request({ method: 'POST', url: `/v1/certificates/${cert.id}/revoke`, token: tenant.token, payload: { reason: '  Issued to the wrong person ' } });
+    expect(res.statusCode).toBe(200);
+    const revoked = res.json();
+    expect(revoked).toMatchObject({ id: cert.id, status: 'revoked', revoked_at: iso(clock.now()), revocation_reason: 'Issued to the wrong person', updated_at: iso(clock.now()) });
+    const events = await eventsOf('certificate.revoked', cert.id);
+    expect(events).toHaveLength(1);
+    expect(events[0].data.object).toEqual(revoked);
+    const again = await t.request({ method: 'POST', url: `/v1/certificates/${cert.id}/revoke`, token: tenant.token, payload: { reason: 'again' } });
+    expect(again.statusCode).toBe(409);
+    expect(problemOf(again).code).toBe('invalid_state');
+    expect(await eventsOf('certificate.revoked', cert.id)).toHaveLength(1);
+  });
+
+  it('refuses a body without a reason or with unknown fields', async () => {
+    const cert = await certificateFor(tenant.orgId);
+    for (const payload of [{}, { reason: '' }, { reason: 'x', status: 'valid' }, { reason: 42 }]) {
+      const res = await t.request({ method: 'POST', url: `/v1/certificates/${cert.id}/revoke`, token: tenant.token, payload });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+      expect(problemOf(res).code).toBe('validation_failed');
+    }
+    expect((await verifyJson(cert)).status).toBe('valid');
+  });
+
+  it('lets exactly one of several concurrent revokes win', async () => {
+    const cert = await certificateFor(tenant.orgId);
+    const results = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => t.request({ method: 'POST', url: `/v1/certificates/${cert.id}/revoke`, token: tenant.token, payload: { reason: `r${i}` } })),
+    );
+    expect(results.map((r) => r.statusCode).sort()).toEqual([200, 409, 409, 409, 409]);
+    expect(await eventsOf('certificate.revoked', cert.id)).toHaveLength(1);
+  });
+});
+
+describe('GET /verify/{code} (public)', () => {
+  it('answers JSON with exactly validity, status, name, course and dates, and no token is needed', async () => {
+    const cert = await certificateFor(tenant.orgId, { validityMonths: 12, title: 'Working at Height', first: 'Ada', last: 'Byron' });
+    const body = await verifyJson(cert);
+    expect(body).toEqual({
+      valid: true,
+      status: 'valid',
+      learner_name: 'Ada Byron',
+      course_title: 'Working at Height',
+      issued_at: cert.issued_at,
+      expires_at: cert.expires_at,
+      revoked_at: null,
+    });
+  });
+
+  it('shows an accessible HTML page by default that escapes the data and shows nothing beyond it', async () => {
+    const cert = await certificateFor(tenant.orgId, { title: 'Ethics <101>', first: '<script>alert(1)</script>', last: 'Doe' });
+    const res = await t.request({ method: 'GET', url: verifyPath(cert), headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' } });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(res.headers.vary).toContain('Accept');
+    expect(res.headers['content-security-policy']).toContain("default-src 'none'");
+    expect(res.body).toMatch(/^<!doctype html>\n<html lang="en">/);
+    expect(res.body).toContain('Valid: this certificate is genuine and in force.');
+    expect(res.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt; Doe');
+    expect(res.body).toContain('Ethics &lt;101&gt;');
+    expect(res.body).not.toContain('<script>');
+    expect(res.body).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)/); // no external assets
+    for (const secret of [cert.id, cert.learner_id, cert.course_id, cert.enrolment_id, tenant.orgId, '@example.com']) expect(res.body).not.toContain(secret);
+    const bare = await t.request({ method: 'GET', url: verifyPath(cert) });
+    expect(bare.headers['content-type']).toBe('text/html; charset=utf-8');
+  });
+
+  it('answers 404 for an unknown code: problem+json for JSON clients, an HTML page for browsers', async () => {
+    const json = await t.request({ method: 'GET', url: '/verify/AAAAAAAAAAAAAAAAAAAAAAAAAAA', headers: { accept: 'application/json' } });
+    expect(json.statusCode).toBe(404);
+    expect(problemOf(json).code).toBe('not_found');
+    const html = await t.request({ method: 'GET', url: '/verify/not-a-code' });
+    expect(html.statusCode).toBe(404);
+    expect(html.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(html.body).toContain('Certificate not found');
+  });
+
+  it('picks JSON only when the client prefers it', () => {
+    expect(prefersJson(undefined)).toBe(false);
+    expect(prefersJson('*/*')).toBe(false);
+    expect(prefersJson('application/json')).toBe(true);
+    expect(prefersJson('text/html, application/json;q=0.5')).toBe(false);
+    expect(prefersJson('text/html;q=0.4, application/json')).toBe(true);
+    expect(prefersJson('application/json;q=0')).toBe(false);
+  });
+
+  it('says valid, then revoked after a revoke', async () => {
+    const cert = await certificateFor(tenant.orgId);
+    expect((await verifyJson(cert)).valid).toBe(true);
+    await t.request({ method: 'POST', url: `/v1/certificates/${cert.id}/revoke`, token: tenant.token, payload: { reason: 'x' } });
+    const after = await verifyJson(cert);
+    expect(after).toMatchObject({ valid: false, status: 'revoked', revoked_at: iso(clock.now()) });
+    const html = await t.request({ method: 'GET', url: verifyPath(cert) });
+    expect(html.body).toContain('Revoked: the issuer has withdrawn this certificate.');
+  });
+});
+
+describe('the expiry job', () => {
+  it('moves valid certificates past expires_at to expired with certificate.expired, in bounded batches', async () => {
+    const start = clock.now().getTime();
+    const expiring = [];
+    for (let i = 0; i < 5; i++) expiring.push(await certificateFor(tenant.orgId, { validityMonths: 1 }));
+    const lasting = await certificateFor(tenant.orgId, { validityMonths: 120 });
+    const forever = await certificateFor(tenant.orgId, { validityMonths: null });
+    const revoked = await certificateFor(tenant.orgId, { validityMonths: 1 });
+    await t.request({ method: 'POST', url: `/v1/certificates/${revoked.id}/revoke`, token: tenant.token, payload: { reason: 'x' } });
+
+    expect(await expireCertificates(t.ctx, clock.now())).toBe(0);
+    clock.set(start + 40 * DAY);
+    // The public page never vouches for a lapsed certificate, even before the job has run…
+    expect(await verifyJson(expiring[0])).toMatchObject({ valid: false, status: 'expired' });
+    // …while the stored status changes only when the job runs. (Tokens live an hour: take a new one.)
+    const token = await tenant.tokenWith(['certificates:read']);
+    expect((await t.request({ method: 'GET', url: `/v1/certificates/${expiring[0].id}`, token })).json().status).toBe('valid');
+
+    expect(await expireCertificates(t.ctx, clock.now(), { batchSize: 2, maxBatches: 1 })).toBe(2);
+    expect(await expireCertificates(t.ctx, clock.now(), { batchSize: 2 })).toBeGreaterThanOrEqual(3);
+    expect(await expireCertificates(t.ctx, clock.now())).toBe(0);
+
+    for (const cert of expiring) {
+      const now = await t.request({ method: 'GET', url: `/v1/certificates/${cert.id}`, token });
+      expect(now.json()).toMatchObject({ status: 'expired', updated_at: iso(clock.now()) });
+      const events = await eventsOf('certificate.expired', cert.id);
+      expect(events).toHaveLength(1);
+      expect(events[0].data.object).toEqual(now.json());
+      expect(await verifyJson(cert)).toMatchObject({ valid: false, status: 'expired', expires_at: cert.expires_at });
+    }
+    expect((await verifyJson(lasting)).status).toBe('valid');
+    expect((await verifyJson(forever)).status).toBe('valid');
+    expect((await verifyJson(revoked)).status).toBe('revoked');
+    expect(await eventsOf('certificate.expired', revoked.id)).toHaveLength(0);
+  });
+
+  it('runs by itself on an interval once started, and stops when told', async () => {
+    const cert = await certificateFor(tenant.orgId, { validityMonths: 1 });
+    const runs: number[] = [];
+    const stop = startCertificateExpiryJob(t.ctx, { intervalMs: 20, onRun: (n) => runs.push(n) });
+    try {
+      await expect.poll(() => runs.length, { timeout: 5000 }).toBeGreaterThan(1);
+      expect((await verifyJson(cert)).status).toBe('valid');
+      clock.advance(32 * DAY);
+      const token = await tenant.tokenWith(['certificates:read']);
+      await expect.poll(async () => (await t.request({ method: 'GET', url: `/v1/certificates/${cert.id}`, token })).json().status, { timeout: 5000 }).toBe('expired');
+    } finally {
+      await stop();
+    }
+    const count = runs.length;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(runs.length).toBe(count);
+  });
+});

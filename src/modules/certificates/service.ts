@@ -10,6 +10,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import { normaliseInstant, toPage, type Page } from '../../http/pagination.js';
 import { recordEvent } from '../../events/record.js';
 import * as repo from './repo.js';
+import { renderCertificatePdf } from './pdf.js';
 import { toCertificate, type Certificate, type CertificateListQueryType, type Verification } from './schemas.js';
 
 export type { Certificate } from './schemas.js';
@@ -140,4 +141,27 @@ export async function verifyCertificate(ctx: AppContext, code: string): Promise<
     expires_at: row.expires_at,
     revoked_at: row.revoked_at,
   };
+}
+
+/** The one-page PDF of a certificate of the organization, with the file name to offer. */
+export async function getCertificatePdf(ctx: AppContext, orgId: string, id: string): Promise<{ filename: string; pdf: Uint8Array }> {
+  const row = await repo.findCertificate(ctx.db.kysely, orgId, id);
+  if (!row) throw notFound('certificate');
+  const details = await repo.findPrintDetails(ctx.db.kysely, orgId, row);
+  if (!details) throw notFound('certificate');
+  const certificate = toCertificate(row, ctx.config.publicUrl);
+  const pdf = await renderCertificatePdf(
+    {
+      learnerName: `${details.first_name} ${details.last_name}`.trim(),
+      courseTitle: details.course_title,
+      number: row.number,
+      status: row.status,
+      issuedAt: row.issued_at,
+      expiresAt: row.expires_at,
+      revokedAt: row.revoked_at,
+      verificationUrl: certificate.verification_url,
+    },
+    ctx.clock.now(),
+  );
+  return { filename: `certificate-${row.number}.pdf`, pdf };
 }
