@@ -12,7 +12,6 @@ import { createOrganization, setSeatTotal } from './modules/organization/service
 import { createApprovedApplication } from './modules/applications/service.js';
 import { importCatalogue } from './modules/catalogue/service.js';
 import { parseScopes } from './auth/scopes.js';
-import { addOperator } from './modules/accounts/service.js';
 import { AppError } from './http/errors.js';
 
 export class CliError extends Error {}
@@ -185,6 +184,7 @@ export function buildCli(): Command {
     .argument('<email>', 'e-mail address')
     .option('--json', 'print JSON')
     .action(async (email: string, opts: { json?: boolean }) => {
+      const { addOperator } = await import('./modules/accounts/service.js');
       const op = await withContext((ctx) => addOperator(ctx, email));
       output(Boolean(opts.json), { id: op.id, email: op.email }, `added operator ${op.email} (${op.id}); sign in at /console`);
     });

@@ -100,6 +100,22 @@ describe('sign-in links', () => {
     await signInByMail(t, client, 'console', 'ops@example.com');
     expect((await client.get('/console')).statusCode).toBe(200);
   });
+
+  it('are not sent more than 5 times in 15 minutes to one address (nobody can flood an inbox)', async () => {
+    const client = new WebClient(t.app);
+    const mailsTo = () => readOutbox(t.config.dataDir).filter((m) => m.to === 'flood@example.com').length;
+    for (let i = 0; i < 7; i++) {
+      const csrf = await client.csrf('/portal/sign-in');
+      const res = await client.post('/portal/sign-in', { _csrf: csrf, email: 'flood@example.com' });
+      expect(res.statusCode).toBe(200);
+      expect(res.body).toContain('Check your e-mail');
+    }
+    expect(mailsTo()).toBe(5);
+    clock.advance(15 * 60_000 + 1000);
+    const csrf = await client.csrf('/portal/sign-in');
+    await client.post('/portal/sign-in', { _csrf: csrf, email: 'flood@example.com' });
+    expect(mailsTo()).toBe(6);
+  });
 });
 
 describe('CSRF', () => {

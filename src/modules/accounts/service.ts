@@ -14,6 +14,8 @@ import { signInMail } from '../../mail/templates.js';
 
 export const SIGN_IN_LINK_MS = 15 * 60_000;
 export const SESSION_MS = 12 * 3_600_000;
+/** At most this many links per address and audience within SIGN_IN_LINK_MS: nobody can flood an inbox. */
+export const MAX_LINKS_PER_WINDOW = 5;
 
 const EMAIL = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
 
@@ -46,7 +48,8 @@ export async function addOperator(ctx: AppContext, email: string, actor = 'cli')
 
 /**
  * E-mails a sign-in link. Answers the same whether or not the address is known (no account enumeration);
- * for the console, only operators' addresses actually get a message.
+ * for the console, only operators' addresses actually get a message. At most MAX_LINKS_PER_WINDOW links per
+ * address are sent within 15 minutes; further requests are answered the same but send nothing.
  */
 export async function requestSignInLink(ctx: AppContext, audience: Audience, email: string): Promise<void> {
   const normalized = normaliseEmail(email);
@@ -56,7 +59,15 @@ export async function requestSignInLink(ctx: AppContext, audience: Audience, ema
   }
   const token = randomToken();
   const now = ctx.clock.now();
-  await ctx.db.kysely.transaction().execute(async (trx) => {
+  const sent = await ctx.db.kysely.transaction().execute(async (trx) => {
+    const recent = await trx
+      .selectFrom('sign_in_links')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('email_normalized', '=', normalized)
+      .where('audience', '=', audience)
+      .where('created_at', '>', iso(new Date(now.getTime() - SIGN_IN_LINK_MS)))
+      .executeTakeFirstOrThrow();
+    if (Number(recent.n) >= MAX_LINKS_PER_WINDOW) return false;
     // Housekeeping: links and sessions that ended more than a day ago are of no use to anyone.
     const dayAgo = iso(new Date(now.getTime() - 86_400_000));
     await trx.deleteFrom('sign_in_links').where('expires_at', '<', dayAgo).execute();
@@ -72,7 +83,10 @@ export async function requestSignInLink(ctx: AppContext, audience: Audience, ema
         created_at: iso(now),
       })
       .execute();
+    return true;
   });
+  // Same answer either way: the caller cannot tell a throttled address from a fresh one.
+  if (!sent) return;
   const link = `${ctx.config.publicUrl}/${audience}/sign-in/confirm?token=${encodeURIComponent(token)}`;
   await ctx.mailer.send(signInMail(email.trim(), audience, link));
 }
