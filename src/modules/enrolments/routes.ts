@@ -1,6 +1,7 @@
 // /v1/enrolments (and a learner's enrolments): thin routes over enrolments/service.ts.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { authOf } from '../../auth/bearer.js';
 import { errorResponses } from '../../http/errors.js';
@@ -23,6 +24,11 @@ import {
 } from './schemas.js';
 import * as service from './service.js';
 import { bulkEnrol } from './bulk.js';
+
+/** complete and withdraw may be sent without a body: treat a missing one as {} before validation. */
+async function emptyBodyAsObject(request: FastifyRequest): Promise<void> {
+  if (request.body === undefined || request.body === null) request.body = {};
+}
 
 export const enrolmentRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   app.addSchema(EnrolmentSchema);
@@ -112,6 +118,7 @@ export const enrolmentRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = a
   app.post(
     '/v1/enrolments/:id/complete',
     {
+      preValidation: emptyBodyAsObject,
       config: { scope: 'enrolments:write', idempotent: true },
       schema: {
         tags: ['Enrolments'],
@@ -131,6 +138,7 @@ export const enrolmentRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = a
   app.post(
     '/v1/enrolments/:id/withdraw',
     {
+      preValidation: emptyBodyAsObject,
       config: { scope: 'enrolments:write', idempotent: true },
       schema: {
         tags: ['Enrolments'],
