@@ -92,6 +92,40 @@ describe('webhook endpoints', () => {
     expect(problemOf(gone).code).toBe('not_found');
   });
 
+  it('honours Idempotency-Key on create, If-None-Match on read and If-Match on change and delete', async () => {
+    const tenant = await t.tenant();
+    const send = () =>
+      t.request({
+        method: 'POST',
+        url: '/v1/webhooks',
+        token: tenant.token,
+        headers: { 'idempotency-key': 'create-hook-1' },
+        payload: { url: 'https://hooks.example.com/idem', events: ['*'] },
+      });
+    const first = await send();
+    const again = await send();
+    expect(first.statusCode).toBe(201);
+    expect(again.statusCode).toBe(201);
+    expect(again.json()).toEqual(first.json());
+    const list = await t.request({ method: 'GET', url: '/v1/webhooks', token: tenant.token });
+    expect(list.json().data).toHaveLength(1);
+
+    const id = first.json().id;
+    const got = await t.request({ method: 'GET', url: `/v1/webhooks/${id}`, token: tenant.token });
+    const etag = got.headers.etag as string;
+    expect(etag).toMatch(/^"/);
+    const notModified = await t.request({ method: 'GET', url: `/v1/webhooks/${id}`, token: tenant.token, headers: { 'if-none-match': etag } });
+    expect(notModified.statusCode).toBe(304);
+    const changed = await t.request({ method: 'PATCH', url: `/v1/webhooks/${id}`, token: tenant.token, headers: { 'if-match': etag }, payload: { description: 'v2' } });
+    expect(changed.statusCode).toBe(200);
+    const stale = await t.request({ method: 'PATCH', url: `/v1/webhooks/${id}`, token: tenant.token, headers: { 'if-match': etag }, payload: { description: 'v3' } });
+    expect(problemOf(stale).code).toBe('precondition_failed');
+    const staleDelete = await t.request({ method: 'DELETE', url: `/v1/webhooks/${id}`, token: tenant.token, headers: { 'if-match': etag } });
+    expect(problemOf(staleDelete).code).toBe('precondition_failed');
+    const del = await t.request({ method: 'DELETE', url: `/v1/webhooks/${id}`, token: tenant.token, headers: { 'if-match': changed.headers.etag as string } });
+    expect(del.statusCode).toBe(204);
+  });
+
   it('keeps organizations apart and checks scopes', async () => {
     const a = await t.tenant();
     const b = await t.tenant();

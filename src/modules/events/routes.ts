@@ -8,6 +8,7 @@ import { IdParams, Timestamp } from '../../http/schemas.js';
 import { PageQuery, pageOf, withLinkHeader } from '../../http/pagination.js';
 import { EVENT_TYPES } from '../../events/record.js';
 import { getEvent, listEvents } from './service.js';
+import { CacheHeaders, notModifiedResponse, sendWithEtag } from '../../http/etag.js';
 
 export const EventSchema = Type.Object(
   {
@@ -52,8 +53,14 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async
     '/v1/events/:id',
     {
       config: { scope: 'events:read' },
-      schema: { tags: ['Events'], summary: 'Get an event', params: IdParams(), response: { 200: Type.Ref(EventSchema), ...errorResponses(404) } },
+      schema: {
+        tags: ['Events'],
+        summary: 'Get an event',
+        params: IdParams(),
+        headers: CacheHeaders,
+        response: { 200: Type.Ref(EventSchema), ...notModifiedResponse, ...errorResponses(404) },
+      },
     },
-    async (request) => getEvent(ctx, authOf(request).orgId, request.params.id),
+    async (request, reply) => sendWithEtag(request, reply, await getEvent(ctx, authOf(request).orgId, request.params.id)),
   );
 };

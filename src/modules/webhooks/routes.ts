@@ -5,6 +5,8 @@ import { authOf } from '../../auth/bearer.js';
 import { errorResponses } from '../../http/errors.js';
 import { IdParams } from '../../http/schemas.js';
 import { withLinkHeader } from '../../http/pagination.js';
+import { CacheHeaders, ConditionalHeaders, etagOf, ifMatchOf, notModifiedResponse, sendWithEtag } from '../../http/etag.js';
+import { IdempotencyHeaders } from '../../http/idempotency.js';
 import {
   CreateWebhookBody,
   DeliveryListQuery,
@@ -42,17 +44,18 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
   app.post(
     '/v1/webhooks',
     {
-      config: { scope: 'webhooks:write' },
+      config: { scope: 'webhooks:write', idempotent: true },
       schema: {
         tags,
         summary: 'Register a webhook endpoint (the response carries its signing secret, once)',
+        headers: IdempotencyHeaders,
         body: CreateWebhookBody,
         response: { 201: Type.Ref(WebhookEndpointWithSecretSchema), ...errorResponses(422) },
       },
     },
     async (request, reply) => {
       const endpoint = await service.createEndpoint(ctx, authOf(request).orgId, request.body);
-      reply.header('Cache-Control', 'no-store').header('Location', `${ctx.config.publicUrl}/v1/webhooks/${endpoint.id}`);
+      reply.header('Cache-Control', 'no-store').header('Location', `/v1/webhooks/${endpoint.id}`);
       return reply.code(201).send(endpoint);
     },
   );
@@ -61,9 +64,15 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
     '/v1/webhooks/:id',
     {
       config: { scope: 'webhooks:read' },
-      schema: { tags, summary: 'Get a webhook endpoint', params: IdParams(), response: { 200: Type.Ref(WebhookEndpointSchema), ...errorResponses(404) } },
+      schema: {
+        tags,
+        summary: 'Get a webhook endpoint',
+        params: IdParams(),
+        headers: CacheHeaders,
+        response: { 200: Type.Ref(WebhookEndpointSchema), ...notModifiedResponse, ...errorResponses(404) },
+      },
     },
-    async (request) => service.getEndpoint(ctx, authOf(request).orgId, request.params.id),
+    async (request, reply) => sendWithEtag(request, reply, await service.getEndpoint(ctx, authOf(request).orgId, request.params.id)),
   );
 
   app.patch(
@@ -74,11 +83,15 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
         tags,
         summary: 'Change a webhook endpoint (URL, events, description, enabled/disabled)',
         params: IdParams(),
+        headers: ConditionalHeaders,
         body: UpdateWebhookBody,
-        response: { 200: Type.Ref(WebhookEndpointSchema), ...errorResponses(404, 422) },
+        response: { 200: Type.Ref(WebhookEndpointSchema), ...errorResponses(404, 412, 422) },
       },
     },
-    async (request) => service.updateEndpoint(ctx, authOf(request).orgId, request.params.id, request.body),
+    async (request, reply) => {
+      const endpoint = await service.updateEndpoint(ctx, authOf(request).orgId, request.params.id, request.body, ifMatchOf(request));
+      return reply.header('ETag', etagOf(endpoint)).send(endpoint);
+    },
   );
 
   app.delete(
@@ -89,11 +102,12 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
         tags,
         summary: 'Delete a webhook endpoint and its delivery log',
         params: IdParams(),
-        response: { 204: Type.Null({ description: 'Deleted.' }), ...errorResponses(404) },
+        headers: ConditionalHeaders,
+        response: { 204: Type.Null({ description: 'Deleted.' }), ...errorResponses(404, 412) },
       },
     },
     async (request, reply) => {
-      await service.deleteEndpoint(ctx, authOf(request).orgId, request.params.id);
+      await service.deleteEndpoint(ctx, authOf(request).orgId, request.params.id, ifMatchOf(request));
       return reply.code(204).send(null);
     },
   );
@@ -118,11 +132,12 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
   app.post(
     '/v1/webhooks/:id/test',
     {
-      config: { scope: 'webhooks:write' },
+      config: { scope: 'webhooks:write', idempotent: true },
       schema: {
         tags,
         summary: 'Send a webhook.test event to this endpoint; answers with its delivery',
         params: IdParams(),
+        headers: IdempotencyHeaders,
         response: { 202: Type.Ref(WebhookDeliverySchema), ...errorResponses(404, 409) },
       },
     },

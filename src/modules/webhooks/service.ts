@@ -7,6 +7,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import { normaliseInstant, toPage, type Page, type PageParams } from '../../http/pagination.js';
 import { recordEvent } from '../../events/record.js';
 import { newWebhookSecret } from '../../webhooks/signing.js';
+import { assertIfMatch } from '../../http/etag.js';
 import { checkWebhookUrl, systemResolveAll, WebhookUrlError } from '../../webhooks/url-guard.js';
 import * as repo from './repo.js';
 import {
@@ -71,11 +72,18 @@ export async function getEndpoint(ctx: AppContext, orgId: string, id: string): P
   return toEndpoint(row);
 }
 
-export async function updateEndpoint(ctx: AppContext, orgId: string, id: string, input: UpdateWebhookInput): Promise<WebhookEndpoint> {
+export async function updateEndpoint(
+  ctx: AppContext,
+  orgId: string,
+  id: string,
+  input: UpdateWebhookInput,
+  ifMatch?: string,
+): Promise<WebhookEndpoint> {
   const url = input.url === undefined ? undefined : await checkedUrl(ctx, input.url);
   return ctx.db.kysely.transaction().execute(async (trx) => {
     const row = await repo.findEndpoint(trx, orgId, id);
     if (!row) throw notFound('webhook endpoint');
+    assertIfMatch(ifMatch, toEndpoint(row));
     const now = iso(ctx.clock.now());
     const changes: Parameters<typeof repo.updateEndpoint>[3] = { updated_at: now };
     if (url !== undefined) changes.url = url;
@@ -91,9 +99,13 @@ export async function updateEndpoint(ctx: AppContext, orgId: string, id: string,
   });
 }
 
-export async function deleteEndpoint(ctx: AppContext, orgId: string, id: string): Promise<void> {
-  const deleted = await ctx.db.kysely.transaction().execute((trx) => repo.deleteEndpoint(trx, orgId, id));
-  if (!deleted) throw notFound('webhook endpoint');
+export async function deleteEndpoint(ctx: AppContext, orgId: string, id: string, ifMatch?: string): Promise<void> {
+  await ctx.db.kysely.transaction().execute(async (trx) => {
+    const row = await repo.findEndpoint(trx, orgId, id);
+    if (!row) throw notFound('webhook endpoint');
+    assertIfMatch(ifMatch, toEndpoint(row));
+    await repo.deleteEndpoint(trx, orgId, id);
+  });
 }
 
 /** A new secret; the old one keeps signing as a second signature for 24 hours. */
