@@ -232,3 +232,23 @@ describe('pages', () => {
     expect(res.headers.location).toBe('/console/sign-in');
   });
 });
+
+describe('with an https PUBLIC_URL', () => {
+  it('marks the session cookie Secure (and still HttpOnly, SameSite=Lax)', async () => {
+    const secure = await createTestApp({ env: { PUBLIC_URL: 'https://lms.example.com' } });
+    try {
+      const client = new WebClient(secure.app);
+      const csrf = await client.csrf('/portal/sign-in');
+      await client.post('/portal/sign-in', { _csrf: csrf, email: 'tls@example.com' });
+      const link = signInLinkOf(latestMailTo(secure.config.dataDir, 'tls@example.com', /sign-in link/)!);
+      expect(link.startsWith('https://lms.example.com/portal/sign-in/confirm?token=')).toBe(true);
+      const page = await client.get(pathOf(link));
+      const res = await client.post('/portal/sign-in/confirm', { _csrf: csrfOf(page.body), token: tokenOf(pathOf(link)) });
+      expect(res.statusCode).toBe(303);
+      const cookie = res.cookies.find((c: { name: string }) => c.name === 'lms_portal') as Record<string, unknown>;
+      expect(cookie).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Lax', path: '/portal' });
+    } finally {
+      await secure.close();
+    }
+  });
+});

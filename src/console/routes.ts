@@ -3,19 +3,18 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../context.js';
-import { AppError } from '../http/errors.js';
 import { IdParams, jsonList } from '../http/schemas.js';
 import { SCOPES, isScope } from '../auth/scopes.js';
 import {
   approveApplication,
+  getApplicationForReview,
   listApplicationsForReview,
   reinstateApplication,
   rejectApplication,
   suspendApplication,
 } from '../modules/applications/service.js';
-import { findApplication } from '../modules/applications/repo.js';
 import { createOrganization, listOrganizations, setSeatTotal } from '../modules/organization/service.js';
-import { listAuditLog, recordAudit } from '../modules/audit/service.js';
+import { listAuditLog } from '../modules/audit/service.js';
 import { html, type SafeHtml } from '../web/html.js';
 import { csrfField, renderPage, statusBadge } from '../web/layout.js';
 import { MultiField, asList, formBody, pageSchema, personOf, seeOther, sendHtml, setUpAudience, viewerOf } from '../web/plugin.js';
@@ -88,10 +87,8 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
     { schema: pageSchema('console', 'One application: review, suspend or reinstate', { statuses: [200, 303, 404], params: IdParams(), querystring: NoticeQuery }) },
     async (request, reply) => {
       const { id } = request.params as { id: string };
-      const a = await findApplication(ctx.db.kysely, id);
-      if (!a) throw new AppError('not_found', 'No such application.');
+      const a = await getApplicationForReview(ctx, id);
       const csrf = request.web!.csrfToken;
-      const dev = a.developer_id ? await ctx.db.kysely.selectFrom('developers').select('email').where('id', '=', a.developer_id).executeTakeFirst() : undefined;
       const orgs = await listOrganizations(ctx);
       const boundOrg = orgs.find((o) => o.id === a.org_id);
       const asked = jsonList(a.requested_scopes).filter(isScope);
@@ -130,7 +127,7 @@ ${csrfField(csrf)}
       const body = html`<dl class="facts">
 <dt>State</dt><dd>${statusBadge(a.status)}</dd>
 <dt>Client ID</dt><dd><code>${a.id}</code></dd>
-<dt>Developer</dt><dd>${dev?.email ?? 'created with the CLI'}</dd>
+<dt>Developer</dt><dd>${a.developer_email ?? 'created with the CLI'}</dd>
 <dt>What it does</dt><dd>${a.description}</dd>
 <dt>Organization asked for</dt><dd>${a.requested_org ?? '—'}</dd>
 <dt>Organization</dt><dd>${boundOrg ? html`${boundOrg.name} <code>${boundOrg.id}</code>` : '—'}</dd>
@@ -213,8 +210,7 @@ ${actions}
     { schema: pageSchema('console', 'Create an organization with a seat total', { statuses: [303, 400, 403, 409], body: formBody({ name: Type.String({ maxLength: 200 }), seats: WholeNumber }) }) },
     async (request, reply) => {
       const b = request.body as { name: string; seats: string };
-      const org = await createOrganization(ctx, { name: b.name, seats: Number(b.seats) });
-      await recordAudit(ctx.db.kysely, ctx.clock, { actor: operatorActor(request), action: 'organization.created', target: org.id, details: { name: org.name, seats: org.seats.total } });
+      await createOrganization(ctx, { name: b.name, seats: Number(b.seats) }, operatorActor(request));
       return seeOther(reply, '/console/organizations?notice=org_created');
     },
   );
@@ -224,8 +220,7 @@ ${actions}
     { schema: pageSchema('console', "Change an organization's seat total", { statuses: [303, 400, 403, 404], params: IdParams(), body: formBody({ seats: WholeNumber }) }) },
     async (request, reply) => {
       const { id } = request.params as { id: string };
-      const seats = await setSeatTotal(ctx, id, Number((request.body as { seats: string }).seats));
-      await recordAudit(ctx.db.kysely, ctx.clock, { actor: operatorActor(request), action: 'organization.seats_changed', target: id, details: { total: seats.total } });
+      await setSeatTotal(ctx, id, Number((request.body as { seats: string }).seats), operatorActor(request));
       return seeOther(reply, '/console/organizations?notice=seats_changed');
     },
   );

@@ -324,7 +324,7 @@ ${csrfField(formToken(ctx, request, reply))}
       const { token } = request.body as { token: string };
       const result = await useSignInLink(ctx, audience, token);
       if (typeof result === 'string') return sendHtml(reply, linkProblemPage(audience, request, result as Exclude<LinkState, 'valid'>), 410);
-      reply.setCookie(cookie(audience), result.sessionId, cookieOptions(ctx, `/${audience}`, SESSION_MS / 1000));
+      reply.setCookie(sessionCookie(audience), result.sessionId, cookieOptions(ctx, `/${audience}`, SESSION_MS / 1000));
       return seeOther(reply, `/${audience}`);
     },
   );
@@ -334,10 +334,9 @@ ${csrfField(formToken(ctx, request, reply))}
     { schema: pageSchema(audience, 'Sign out (ends the session)', { statuses: [303, 403], body: formBody() }) },
     async (request, reply) => {
       if (request.web) await endSession(ctx, request.web.idHash);
-      reply.clearCookie(cookie(audience), cookieOptions(ctx, `/${audience}`));
+      reply.clearCookie(sessionCookie(audience), cookieOptions(ctx, `/${audience}`));
       return seeOther(reply, `/${audience}/sign-in?signed_out=1`);
     },
   );
 }
 
-const cookie = sessionCookie;

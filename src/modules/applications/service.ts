@@ -162,6 +162,12 @@ export function listApplicationsForReview(ctx: AppContext, statuses: Row<'applic
   return repo.listApplicationsForReview(ctx.db.kysely, statuses);
 }
 
+/** An application as the console shows it: with its developer's e-mail (null for CLI-made applications). */
+export async function getApplicationForReview(ctx: AppContext, id: string): Promise<Row<'applications'> & { developer_email: string | null }> {
+  const app = await loadForReview(ctx, id);
+  return { ...app, developer_email: await developerEmail(ctx, app) };
+}
+
 async function loadForReview(ctx: AppContext, id: string) {
   const app = await findApplication(ctx.db.kysely, id);
   if (!app) throw notFound('application');

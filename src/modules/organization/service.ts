@@ -5,6 +5,7 @@ import { newId } from '../../ids.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { uniqueViolation } from '../../db/index.js';
 import { recordEvent } from '../../events/record.js';
+import { recordAudit } from '../audit/service.js';
 import * as repo from './repo.js';
 import { toOrganization, toSeatAllowance, type Organization, type SeatAllowance } from './schemas.js';
 
@@ -35,6 +36,8 @@ export function slugify(name: string): string {
 export async function createOrganization(
   ctx: AppContext,
   input: { name: string; seats: number; slug?: string },
+  /** Who does it, for the audit log: "cli" or "operator:<email>". */
+  actor = 'cli',
 ): Promise<Organization & { seats: SeatAllowance }> {
   if (!input.name.trim()) throw new AppError('validation_failed', 'The organization needs a name.');
   if (!Number.isInteger(input.seats) || input.seats < 0) throw new AppError('validation_failed', 'Seats must be a whole number ≥ 0.');
@@ -45,6 +48,7 @@ export async function createOrganization(
     await ctx.db.kysely.transaction().execute(async (trx) => {
       await trx.insertInto('organizations').values(org).execute();
       await trx.insertInto('seat_allowances').values(seats).execute();
+      await recordAudit(trx, ctx.clock, { actor, action: 'organization.created', target: org.id, details: { name: org.name, seats: seats.total } });
     });
   } catch (err) {
     if (uniqueViolation(err)) throw new AppError('conflict', `An organization with the slug "${org.slug}" exists already.`);
@@ -54,7 +58,7 @@ export async function createOrganization(
 }
 
 /** Changes an organization's seat total. Seats in use are kept even when the new total is lower. */
-export async function setSeatTotal(ctx: AppContext, orgId: string, total: number): Promise<SeatAllowance> {
+export async function setSeatTotal(ctx: AppContext, orgId: string, total: number, actor = 'cli'): Promise<SeatAllowance> {
   if (!Number.isInteger(total) || total < 0) throw new AppError('validation_failed', 'Seats must be a whole number ≥ 0.');
   return ctx.db.kysely.transaction().execute(async (trx) => {
     const now = iso(ctx.clock.now());
@@ -62,6 +66,7 @@ export async function setSeatTotal(ctx: AppContext, orgId: string, total: number
     if (Number(result.numUpdatedRows) !== 1) throw notFound('organization');
     const seats = toSeatAllowance((await repo.findSeatAllowance(trx, orgId))!);
     await recordEvent(trx, ctx.clock, { orgId, type: 'seats.updated', object: seats });
+    await recordAudit(trx, ctx.clock, { actor, action: 'organization.seats_changed', target: orgId, details: { total } });
     return seats;
   });
 }
