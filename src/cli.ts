@@ -49,7 +49,12 @@ export function buildCli(): Command {
       const cfg = config();
       const server = await startServer(cfg);
       closeOnSignals(server, cfg.shutdownTimeoutMs);
-      const lines = [`LMS Integration API listening on ${server.url}`, `  API reference: ${cfg.publicUrl}/docs`];
+      const lines = [
+        `LMS Integration API listening on ${server.url}`,
+        `  API reference: ${cfg.publicUrl}/docs`,
+        `  Developer portal: ${cfg.publicUrl}/portal   Operator console: ${cfg.publicUrl}/console (lmsapi operators add EMAIL)`,
+        `  E-mail: ${server.ctx.mailer.describe()}`,
+      ];
       if (opts.demo) {
         const demo = await seedDemo(server.ctx);
         lines.push(demo.created ? '  Demo data created.' : '  Demo data already present (not created again).');

@@ -86,7 +86,7 @@ export function latestMailTo(dataDir: string, to: string, subject?: RegExp): Par
 }
 
 /** Waits (polling the outbox) for a message to arrive; for browser tests where the send follows a click. */
-export async function waitForMail(dataDir: string, to: string, subject: RegExp, after = 0, timeoutMs = 20_000): Promise<ParsedMail> {
+export async function waitForMail(dataDir: string, to: string, subject: RegExp, after = 0, timeoutMs = 30_000): Promise<ParsedMail> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const all = readOutbox(dataDir).filter((m) => m.to.toLowerCase().includes(to.toLowerCase()) && subject.test(m.subject));
