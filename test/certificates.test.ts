@@ -7,6 +7,7 @@ import type { Row } from '../src/db/types.js';
 import { addMonths, issueCertificateForEnrolment, type Certificate } from '../src/modules/certificates/service.js';
 import { expireCertificates, startCertificateExpiryJob } from '../src/modules/certificates/expiry.js';
 import { prefersJson } from '../src/modules/certificates/routes.js';
+import { ALL_SCOPES } from '../src/auth/scopes.js';
 
 const clock = new ManualClock(new Date('2026-03-10T09:00:00.000Z'));
 let t: TestApp;
@@ -187,6 +188,20 @@ describe('GET /v1/certificates and /v1/certificates/{id}', () => {
       ['id', 'object', 'created_at', 'updated_at', 'learner_id', 'course_id', 'enrolment_id', 'number', 'status', 'issued_at', 'expires_at', 'revoked_at', 'revocation_reason', 'verification_url'].sort(),
     );
     expect(cert.verification_url).toMatch(/^http:\/\/127\.0\.0\.1:3000\/verify\/[A-Za-z0-9_-]{27}$/);
+  });
+
+  it('carries an ETag and answers 304 to a matching If-None-Match, and a new ETag once revoked', async () => {
+    const cert = await certificateFor(tenant.orgId);
+    const first = await t.request({ method: 'GET', url: `/v1/certificates/${cert.id}`, token: tenant.token });
+    const etag = first.headers.etag as string;
+    expect(etag).toMatch(/^"[^"]+"$/);
+    const cached = await t.request({ method: 'GET', url: `/v1/certificates/${cert.id}`, token: tenant.token, headers: { 'if-none-match': etag } });
+    expect(cached.statusCode).toBe(304);
+    expect(cached.body).toBe('');
+    await t.request({ method: 'POST', url: `/v1/certificates/${cert.id}/revoke`, token: tenant.token, payload: { reason: 'x' } });
+    const changed = await t.request({ method: 'GET', url: `/v1/certificates/${cert.id}`, token: tenant.token, headers: { 'if-none-match': etag } });
+    expect(changed.statusCode).toBe(200);
+    expect(changed.headers.etag).not.toBe(etag);
   });
 
   it('lists with filters, keyset pages and a Link header', async () => {
@@ -391,6 +406,67 @@ describe('GET /verify/{code} (public)', () => {
   });
 });
 
+describe('the full learning path over HTTP (issue 3, acceptance 3)', () => {
+  it('learner → enrol → progress → complete → certificate with verification URL, PDF, verify valid → revoked; another expires with the clock', async () => {
+    await t.loadCatalogue();
+    const token = await tenant.tokenWith(ALL_SCOPES);
+    const call = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object, status = 200) => {
+      const res = await t.request({ method, url, payload, token });
+      expect(res.statusCode, `${method} ${url}: ${res.body.slice(0, 300)}`).toBe(status);
+      return res;
+    };
+    const courses = (await call('GET', '/v1/courses?limit=100')).json().data as { id: string; title: string; certificate: { enabled: boolean; validity_months: number | null } }[];
+    const course = courses.find((c) => c.certificate.enabled && c.certificate.validity_months !== null)!;
+    expect(course).toBeDefined();
+
+    /** One learner's whole path; returns the certificate the completion issued. */
+    const learnAndComplete = async (first: string, last: string): Promise<Certificate & { learnerId: string }> => {
+      const learner = (await call('POST', '/v1/learners', { email: `${first}.${last}@example.com`.toLowerCase(), first_name: first, last_name: last }, 201)).json();
+      const enrolment = (await call('POST', '/v1/enrolments', { learner_id: learner.id, course_id: course.id }, 201)).json();
+      expect(enrolment).toMatchObject({ status: 'enrolled', certificate_id: null });
+      expect((await call('PATCH', `/v1/enrolments/${enrolment.id}`, { progress: 60 })).json()).toMatchObject({ status: 'in_progress', progress: 60 });
+      const completed = (await call('POST', `/v1/enrolments/${enrolment.id}/complete`, { score: 92 })).json();
+      expect(completed).toMatchObject({ status: 'completed', certificate_id: expect.stringMatching(/^crt_/) });
+      const cert = (await call('GET', `/v1/certificates/${completed.certificate_id}`)).json();
+      expect(cert).toMatchObject({ learner_id: learner.id, course_id: course.id, enrolment_id: enrolment.id, status: 'valid', issued_at: completed.completed_at });
+      expect(cert.expires_at).toBe(addMonths(completed.completed_at, course.certificate.validity_months!));
+      expect(cert.verification_url).toMatch(/^http:\/\/127\.0\.0\.1:3000\/verify\/[A-Za-z0-9_-]{27}$/);
+      const ofLearner = (await call('GET', `/v1/learners/${learner.id}/certificates`)).json().data;
+      expect(ofLearner).toEqual([cert]);
+      const issued = (await call('GET', '/v1/events?type=certificate.issued&limit=100')).json().data as { data: { object: { id: string } } }[];
+      expect(issued.filter((e) => e.data.object.id === cert.id).map((e) => e.data.object)).toEqual([cert]);
+      return { ...cert, learnerId: learner.id };
+    };
+
+    const cert = await learnAndComplete('Katherine', 'Johnson');
+    const pdfRes = await call('GET', `/v1/certificates/${cert.id}/pdf`);
+    expect(pdfRes.headers['content-type']).toBe('application/pdf');
+    expect(pdfRes.rawPayload.subarray(0, 4).toString('latin1')).toBe('%PDF');
+    const pdf = await inspectPdf(pdfRes.rawPayload);
+    expect(pdf.pageCount).toBe(1);
+    expect(pdf.texts).toContain('Katherine Johnson');
+    expect(pdf.texts).toContain(course.title);
+    expect(pdf.texts).toContain(cert.verification_url);
+    expect(decodeQrFromOperators(pdf.operators)).toBe(cert.verification_url);
+
+    expect(await verifyJson(cert)).toMatchObject({ valid: true, status: 'valid', learner_name: 'Katherine Johnson', course_title: course.title });
+    expect((await t.request({ method: 'GET', url: verifyPath(cert) })).body).toContain('Valid: this certificate is genuine and in force.');
+    await call('POST', `/v1/certificates/${cert.id}/revoke`, { reason: 'Completed on behalf of someone else' });
+    expect(await verifyJson(cert)).toMatchObject({ valid: false, status: 'revoked' });
+    expect((await t.request({ method: 'GET', url: verifyPath(cert) })).body).toContain('Revoked: the issuer has withdrawn this certificate.');
+
+    const lapsing = await learnAndComplete('Dorothy', 'Vaughan');
+    clock.set(new Date(lapsing.expires_at!).getTime() + 1000);
+    await expireCertificates(t.ctx, clock.now());
+    expect(await verifyJson(lapsing)).toMatchObject({ valid: false, status: 'expired', expires_at: lapsing.expires_at });
+    expect((await t.request({ method: 'GET', url: verifyPath(lapsing) })).body).toContain('Expired: this certificate was genuine but is no longer in force.');
+    const fresh = await tenant.tokenWith(['certificates:read', 'events:read']);
+    expect((await t.request({ method: 'GET', url: `/v1/certificates/${lapsing.id}`, token: fresh })).json().status).toBe('expired');
+    const expiredEvents = (await t.request({ method: 'GET', url: '/v1/events?type=certificate.expired&limit=100', token: fresh })).json().data as { data: { object: { id: string; status: string } } }[];
+    expect(expiredEvents.filter((e) => e.data.object.id === lapsing.id).map((e) => e.data.object.status)).toEqual(['expired']);
+  });
+});
+
 describe('the expiry job', () => {
   it('moves valid certificates past expires_at to expired with certificate.expired, in bounded batches', async () => {
     const start = clock.now().getTime();
@@ -399,7 +475,9 @@ describe('the expiry job', () => {
     const lasting = await certificateFor(tenant.orgId, { validityMonths: 120 });
     const forever = await certificateFor(tenant.orgId, { validityMonths: null });
     const revoked = await certificateFor(tenant.orgId, { validityMonths: 1 });
-    await t.request({ method: 'POST', url: `/v1/certificates/${revoked.id}/revoke`, token: tenant.token, payload: { reason: 'x' } });
+    const writer = await tenant.tokenWith(['certificates:write']); // earlier tests moved the clock past older tokens
+    const revoke = await t.request({ method: 'POST', url: `/v1/certificates/${revoked.id}/revoke`, token: writer, payload: { reason: 'x' } });
+    expect(revoke.statusCode).toBe(200);
 
     expect(await expireCertificates(t.ctx, clock.now())).toBe(0);
     clock.set(start + 40 * DAY);

@@ -5,6 +5,7 @@ import { authOf } from '../../auth/bearer.js';
 import { errorResponses, notFound } from '../../http/errors.js';
 import { IdParams } from '../../http/schemas.js';
 import { withLinkHeader } from '../../http/pagination.js';
+import { CacheHeaders, notModifiedResponse, sendWithEtag } from '../../http/etag.js';
 import { CertificateListQuery, CertificatePage, CertificateSchema, RevokeBody, VerificationSchema } from './schemas.js';
 import { notFoundPage, verificationPage } from './verify-page.js';
 import * as service from './service.js';
@@ -56,10 +57,11 @@ export const certificateRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> =
         tags: ['Certificates'],
         summary: 'Get a certificate',
         params: IdParams(),
-        response: { 200: Type.Ref(CertificateSchema), ...errorResponses(404) },
+        headers: CacheHeaders,
+        response: { 200: Type.Ref(CertificateSchema), ...notModifiedResponse, ...errorResponses(404) },
       },
     },
-    async (request) => service.getCertificate(ctx, authOf(request).orgId, request.params.id),
+    async (request, reply) => sendWithEtag(request, reply, await service.getCertificate(ctx, authOf(request).orgId, request.params.id)),
   );
 
   app.get(
