@@ -30,14 +30,19 @@ export function formatDate(instant: string): string {
   return DATE.format(new Date(instant));
 }
 
+// Latin letters with a stroke or similar have no Unicode decomposition: give them their base letter by hand.
+const UNDECOMPOSABLE: Record<string, string> = { Ł: 'L', ł: 'l', Đ: 'D', đ: 'd', Ħ: 'H', ħ: 'h', ı: 'i', Ŧ: 'T', ŧ: 't', Ŀ: 'L', ŀ: 'l' };
+
 /**
- * The standard PDF fonts only cover Windows-1252. Characters outside it are first reduced to their base letter
- * (Ł → L is not decomposable, so it falls through to "?"); embedding a Unicode font would lift this limit.
+ * The standard PDF fonts only cover Windows-1252. Characters outside it are reduced to their base letter
+ * (ő → o, Ł → L); anything else (other scripts) becomes "?". The public verification page and the API show
+ * the exact name; embedding a Unicode font would lift this limit on the printout.
  */
 export function printable(font: PDFFont, text: string): string {
   let out = '';
   for (const ch of text) {
-    out += encodable(font, ch) ? ch : [...ch.normalize('NFKD')].filter((c) => encodable(font, c)).join('') || '?';
+    if (encodable(font, ch)) out += ch;
+    else out += UNDECOMPOSABLE[ch] ?? ([...ch.normalize('NFKD')].filter((c) => encodable(font, c)).join('') || '?');
   }
   return out;
 }
