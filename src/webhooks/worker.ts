@@ -14,6 +14,7 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { AppContext } from '../context.js';
 import type { Trx } from '../db/index.js';
+import type { Row } from '../db/types.js';
 import type { Clock } from '../clock.js';
 import { iso } from '../clock.js';
 import { newId } from '../ids.js';
@@ -58,6 +59,9 @@ interface Claimed {
   event_id: string;
   attempts: number;
 }
+
+type EventRow = { id: string; payload: string };
+type EndpointRow = Row<'webhook_endpoints'>;
 
 interface Outcome {
   statusCode: number | null;
@@ -173,12 +177,19 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
       };
     });
 
-  async function send(claimed: Claimed): Promise<void> {
+  /** The events and endpoints of a claimed batch, read with one query each. */
+  async function loadBatch(batch: Claimed[]) {
     const db = ctx.db.kysely;
-    const [event, endpoint] = await Promise.all([
-      db.selectFrom('events').select(['id', 'payload']).where('id', '=', claimed.event_id).executeTakeFirst(),
-      db.selectFrom('webhook_endpoints').selectAll().where('id', '=', claimed.endpoint_id).executeTakeFirst(),
+    const eventIds = [...new Set(batch.map((c) => c.event_id))];
+    const endpointIds = [...new Set(batch.map((c) => c.endpoint_id))];
+    const [events, endpoints] = await Promise.all([
+      db.selectFrom('events').select(['id', 'payload']).where('id', 'in', eventIds).execute(),
+      db.selectFrom('webhook_endpoints').selectAll().where('id', 'in', endpointIds).execute(),
     ]);
+    return { events: new Map(events.map((e) => [e.id, e])), endpoints: new Map(endpoints.map((e) => [e.id, e])) };
+  }
+
+  async function send(claimed: Claimed, event: EventRow | undefined, endpoint: EndpointRow | undefined): Promise<void> {
     if (!event || !endpoint || endpoint.status !== 'enabled') {
       // Nothing to send to (disabled or deleted endpoint) or nothing to send (event pruned): the delivery ends here.
       await endWithoutAttempt(claimed);
@@ -218,9 +229,91 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
       outcome = { statusCode: null, durationMs: Math.round(performance.now() - started), excerpt: null, error, retryAfterMs: null };
     }
     const ok = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
-    if (ok) stats.succeeded++;
-    else stats.failedAttempts++;
-    await record(claimed, endpoint.id, outcome, ok);
+    if (ok) {
+      stats.succeeded++;
+      queueSuccess({ claimed, endpointId: endpoint.id, outcome, at: iso(clock.now()) });
+    } else {
+      stats.failedAttempts++;
+      await recordFailure(claimed, endpoint.id, outcome);
+    }
+  }
+
+  // Successes are recorded in batches (one transaction for many deliveries): the common case costs a fraction of a
+  // transaction each. Until its batch is written a delivery stays leased, so no other worker sends it again; if the
+  // process dies first, the lease expires and the event is sent again (at least once).
+  interface Success {
+    claimed: Claimed;
+    endpointId: string;
+    outcome: Outcome;
+    at: string;
+  }
+  let successes: Success[] = [];
+  let flushTimer: NodeJS.Timeout | null = null;
+  let flushing: Promise<void> = Promise.resolve();
+  const FLUSH_SIZE = 50;
+  const FLUSH_DELAY_MS = 5;
+
+  function queueSuccess(s: Success): void {
+    successes.push(s);
+    if (successes.length >= FLUSH_SIZE) flushNow();
+    else flushTimer ??= setTimeout(flushNow, FLUSH_DELAY_MS);
+  }
+
+  function flushNow(): Promise<void> {
+    if (flushTimer) clearTimeout(flushTimer);
+    flushTimer = null;
+    const batch = successes;
+    successes = [];
+    if (batch.length === 0) return flushing;
+    flushing = flushing
+      .then(() => recordSuccesses(batch))
+      .catch((err) => log.error({ err, deliveries: batch.length }, 'recording delivered webhooks failed; their leases will expire'));
+    return flushing;
+  }
+
+  async function recordSuccesses(batch: Success[]): Promise<void> {
+    const byStatus = new Map<number, Success[]>();
+    for (const s of batch) byStatus.set(s.outcome.statusCode!, [...(byStatus.get(s.outcome.statusCode!) ?? []), s]);
+    await ctx.db.kysely.transaction().execute(async (trx) => {
+      const held = new Set<string>();
+      for (const [code, items] of byStatus) {
+        const at = items.reduce((max, s) => (s.at > max ? s.at : max), items[0].at);
+        const rows = await trx
+          .updateTable('webhook_deliveries')
+          .set((eb) => ({
+            status: 'succeeded' as const,
+            attempts: eb('attempts', '+', 1),
+            next_attempt_at: null,
+            lease_owner: null,
+            lease_expires_at: null,
+            last_attempt_at: at,
+            last_status_code: code,
+            updated_at: at,
+          }))
+          .where('id', 'in', items.map((s) => s.claimed.id))
+          .where('lease_owner', '=', id)
+          .returning('id')
+          .execute();
+        for (const r of rows) held.add(r.id);
+      }
+      // Only deliveries this worker still held get their attempt recorded (see record()).
+      const attempts = batch
+        .filter((s) => held.has(s.claimed.id))
+        .map((s) => ({
+          id: newId('attempt'),
+          org_id: s.claimed.org_id,
+          delivery_id: s.claimed.id,
+          endpoint_id: s.endpointId,
+          attempted_at: s.at,
+          status_code: s.outcome.statusCode,
+          duration_ms: s.outcome.durationMs,
+          response_excerpt: s.outcome.excerpt,
+          error: null,
+        }));
+      if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
+      const endpointIds = [...new Set(batch.map((s) => s.endpointId))];
+      await trx.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', 'in', endpointIds).where('failing_since', 'is not', null).execute();
+    });
   }
 
   /** Ends a delivery without an attempt (nothing could be sent). */
@@ -234,22 +327,18 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
       .execute();
   }
 
-  /** Records the attempt and decides what happens next: done, retry at a time, failed, endpoint disabled. */
-  async function record(claimed: Claimed, endpointId: string, outcome: Outcome, ok: boolean): Promise<void> {
+  /** Records a failed attempt and decides what happens next: a retry at a time, failed, the endpoint disabled. */
+  async function recordFailure(claimed: Claimed, endpointId: string, outcome: Outcome): Promise<void> {
     const nowDate = clock.now();
     const now = iso(nowDate);
     const attempts = claimed.attempts + 1;
     const schedule = config.webhookRetryScheduleMs;
-    let status: 'pending' | 'succeeded' | 'failed' = 'succeeded';
+    let status: 'pending' | 'failed' = 'failed';
     let next: string | null = null;
-    if (!ok) {
-      if (outcome.statusCode !== 410 && attempts <= schedule.length) {
-        const delay = Math.max(schedule[attempts - 1], Math.min(outcome.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
-        status = 'pending';
-        next = iso(new Date(nowDate.getTime() + delay));
-      } else {
-        status = 'failed';
-      }
+    if (outcome.statusCode !== 410 && attempts <= schedule.length) {
+      const delay = Math.max(schedule[attempts - 1], Math.min(outcome.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
+      status = 'pending';
+      next = iso(new Date(nowDate.getTime() + delay));
     }
     await ctx.db.kysely.transaction().execute(async (trx) => {
       // Only the lease holder may write: if the lease expired and another worker took over (or the endpoint was
@@ -284,10 +373,6 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
           error: outcome.error,
         })
         .execute();
-      if (ok) {
-        await trx.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', endpointId).where('failing_since', 'is not', null).execute();
-        return;
-      }
       if (outcome.statusCode === 410) {
         await disable(trx, endpointId, now, 'The endpoint answered 410 Gone.');
         return;
@@ -314,8 +399,8 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
     log.warn({ endpointId, reason }, 'webhook endpoint disabled');
   }
 
-  function launch(claimed: Claimed): void {
-    const p: Promise<void> = send(claimed)
+  function launch(claimed: Claimed, batch: Awaited<ReturnType<typeof loadBatch>>): void {
+    const p: Promise<void> = send(claimed, batch.events.get(claimed.event_id), batch.endpoints.get(claimed.endpoint_id))
       .catch((err) => log.error({ err, deliveryId: claimed.id }, 'webhook delivery failed to complete; its lease will expire'))
       .finally(() => {
         inflight.delete(p);
@@ -336,12 +421,16 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
       try {
         const now = clock.now();
         claimed = await claimDueDeliveries(ctx, id, iso(now), iso(new Date(now.getTime() + config.webhookLeaseMs)), Math.min(free, batchSize));
+        if (claimed.length > 0) {
+          const batch = await loadBatch(claimed);
+          for (const c of claimed) launch(c, batch);
+        }
       } catch (err) {
-        if (stopping) break;
+        // What was claimed but not launched stays leased and is picked up again when the lease expires.
         log.error({ err }, 'claiming webhook deliveries failed');
+        if (stopping) break;
       }
       stats.claimed += claimed.length;
-      for (const c of claimed) launch(c);
       if (claimed.length < Math.min(free, batchSize)) await nap(pollMs);
     }
   })();
@@ -357,6 +446,7 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
         wake?.();
         await loop;
         await Promise.allSettled([...inflight]);
+        await flushNow();
         await agent.close();
       })();
       return stopped;
