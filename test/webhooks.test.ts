@@ -18,7 +18,7 @@ beforeAll(async () => {
   t = await createTestApp({ clock: systemClock });
   // Tests talk only to loopback: the example.com endpoints of the CRUD tests resolve to 127.0.0.1 (port 443 is closed).
   t.ctx.resolveAll = async () => [{ address: '127.0.0.1', family: 4 }];
-});
+}, 120_000); // slow on a busy machine
 afterEach(async () => {
   await worker?.stop();
   worker = null;
