@@ -135,6 +135,23 @@ describe('Idempotency-Key', () => {
     expect(b.body).toBe(a.body);
     expect((await t.request({ method: 'GET', url: '/v1/seats', token: org.token })).json().in_use).toBe(1);
   });
+
+  it('the same key on another resource’s path is a different request (422), not a replay of the first', async () => {
+    const org = await t.tenant({ seats: 5 });
+    const l = (await t.request({ method: 'POST', url: '/v1/learners', payload: person('two-enr@example.com'), token: org.token })).json();
+    const courses = (await t.request({ method: 'GET', url: '/v1/courses?limit=2', token: org.token })).json().data;
+    const ids: string[] = [];
+    for (const c of courses) {
+      ids.push((await t.request({ method: 'POST', url: '/v1/enrolments', payload: { learner_id: l.id, course_id: c.id }, token: org.token })).json().id);
+    }
+    const complete = (id: string) =>
+      t.request({ method: 'POST', url: `/v1/enrolments/${id}/complete`, payload: {}, token: org.token, headers: { 'idempotency-key': 'done-1' } });
+    expect((await complete(ids[0])).statusCode).toBe(200);
+    const other = await complete(ids[1]);
+    expect(other.statusCode).toBe(422);
+    expect(problemOf(other).code).toBe('idempotency_key_reused');
+    expect((await t.request({ method: 'GET', url: `/v1/enrolments/${ids[1]}`, token: org.token })).json().status).toBe('enrolled');
+  });
 });
 
 describe('Idempotency-Key on a failing handler', () => {

@@ -42,8 +42,8 @@ export const IdempotencyHeaders = Type.Object({
   ),
 });
 
-/** A fingerprint of the request: method, route and the body with object keys in a canonical order. */
-export function requestFingerprint(method: string, route: string, body: unknown): string {
+/** A fingerprint of the request: method, path (with query) and the body with object keys in a canonical order. */
+export function requestFingerprint(method: string, path: string, body: unknown): string {
   const canonical = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(canonical);
     if (v && typeof v === 'object') {
@@ -51,7 +51,7 @@ export function requestFingerprint(method: string, route: string, body: unknown)
     }
     return v;
   };
-  return createHash('sha256').update(JSON.stringify([method, route, canonical(body ?? null)])).digest('hex');
+  return createHash('sha256').update(JSON.stringify([method, path, canonical(body ?? null)])).digest('hex');
 }
 
 type Claim =
@@ -161,7 +161,9 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
     }
     const appId = request.auth?.appId;
     if (!appId) return;
-    const hash = requestFingerprint(request.method, request.routeOptions.url ?? request.url, request.body);
+    // The concrete path (not the route pattern): the same key on /enrolments/A/complete and /enrolments/B/complete
+    // names two different requests.
+    const hash = requestFingerprint(request.method, request.url, request.body);
     const claim = await claimKey(ctx.db.kysely, appId, key, hash, ctx.clock.now());
     if (claim.kind === 'claimed') {
       request.idempotencyClaim = { appId, key };
