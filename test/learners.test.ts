@@ -127,6 +127,19 @@ describe('PATCH and ETag', () => {
     expect((await get(`/v1/learners/${l.id}`, { 'if-none-match': etag })).statusCode).toBe(200);
   });
 
+  it('concurrent PATCHes with the same If-Match: exactly one wins, the others get 412', async () => {
+    const l = (await post('/v1/learners', person('race-etag@example.com'))).json();
+    const etag = (await get(`/v1/learners/${l.id}`)).headers.etag as string;
+    const results = await Promise.all(
+      ['A', 'B', 'C', 'D', 'E'].map((name) =>
+        t.request({ method: 'PATCH', url: `/v1/learners/${l.id}`, token: tenant.token, payload: { first_name: name }, headers: { 'if-match': etag } }),
+      ),
+    );
+    expect(results.map((r) => r.statusCode).sort()).toEqual([200, 412, 412, 412, 412]);
+    const winner = results.find((r) => r.statusCode === 200)!.json();
+    expect((await get(`/v1/learners/${l.id}`)).json().first_name).toBe(winner.first_name);
+  });
+
   it('records learner.updated and user.updated; a PATCH that changes nothing records nothing', async () => {
     const l = (await post('/v1/learners', person('events@example.com'))).json();
     const res = await t.request({ method: 'PATCH', url: `/v1/learners/${l.id}`, token: tenant.token, payload: { department: 'R&D' } });

@@ -5,7 +5,8 @@
 //     idempotency_key_in_use; a different request (method, route or body) → 422 idempotency_key_reused;
 //     finished → the stored response is replayed (status, body, Content-Type/Location/ETag) with
 //     `Idempotent-Replayed: true`.
-//   onSend: store the response (2xx–4xx) for 24 h. 5xx (and 429) answers release the key so a retry runs again.
+//   onSend: store the response (2xx–4xx) for 24 h (src/ops/retention.ts purges expired keys; a claim also
+//     replaces an expired key on its own). 5xx (and 429) answers release the key so a retry runs again.
 // Requests that fail validation or auth never claim a key. If the process dies between the handler's commit and
 // onSend, the key stays in flight; an in-flight claim older than STALE_CLAIM_MS is then taken over by a retry.
 import { createHash } from 'node:crypto';
@@ -134,12 +135,6 @@ export async function storeResponse(
     .where('key', '=', key)
     .where('state', '=', 'in_flight')
     .execute();
-}
-
-/** Deletes keys past their 24 h (a periodic job may call it; claims also replace expired keys on their own). */
-export async function purgeExpiredIdempotencyKeys(db: Executor, now: Date): Promise<number> {
-  const r = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', iso(now)).executeTakeFirst();
-  return Number(r.numDeletedRows);
 }
 
 function headerOf(request: FastifyRequest): string | undefined {
