@@ -131,8 +131,8 @@ then send it as <code>Authorization: Bearer &lt;token&gt;</code>. See the <a hre
       const hasCredentials = a.status === 'approved' || a.status === 'suspended';
       const body = html`<dl class="facts">
 <dt>State</dt><dd>${statusBadge(a.status)}</dd>
-<dt>Client ID</dt><dd>${hasCredentials ? html`<code>${a.id}</code>` : html`<span class="muted">issued on approval</span>`}</dd>
-<dt>Client secret</dt><dd>${hasCredentials ? 'Sent to you once by e-mail; we keep only a hash of it.' : html`<span class="muted">e-mailed on approval</span>`}</dd>
+<dt>Client ID</dt><dd>${hasCredentials ? html`<code>${a.id}</code>` : html`<span class="muted">${a.status === 'rejected' ? 'none' : 'issued on approval'}</span>`}</dd>
+<dt>Client secret</dt><dd>${hasCredentials ? 'Sent to you once by e-mail; we keep only a hash of it.' : html`<span class="muted">${a.status === 'rejected' ? 'none' : 'e-mailed on approval'}</span>`}</dd>
 <dt>Organization asked for</dt><dd>${a.requested_org ?? ''}</dd>
 <dt>What it does</dt><dd>${a.description}</dd>
 <dt>Scopes asked for</dt><dd>${scopeList(jsonList(a.requested_scopes))}</dd>
