@@ -231,6 +231,8 @@ describe('delivery', () => {
     expect(enrolmentEvent.data.object).toEqual(current.json());
     expect(enrolmentEvent.data.object).toMatchObject({ status: 'completed', score: 93 });
     expect(certificateEvent.data.object).toMatchObject({ id: current.json().certificate_id, enrolment_id: enrolment.json().id, status: 'valid' });
+    const certificate = await t.request({ method: 'GET', url: `/v1/certificates/${current.json().certificate_id}`, token: tenant.token });
+    expect(certificateEvent.data.object).toEqual(certificate.json());
     // Nothing else was sent: the endpoint is not subscribed to learner.created or enrolment.created.
     await new Promise((res) => setTimeout(res, 200));
     expect(r.received).toHaveLength(2);
