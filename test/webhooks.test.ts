@@ -9,6 +9,7 @@ import { setSeatTotal } from '../src/modules/organization/service.js';
 import { recordEvent } from '../src/events/record.js';
 import { importCatalogue } from '../src/modules/catalogue/service.js';
 import { startWorker, type DeliveryWorker } from '../src/webhooks/worker.js';
+import { webhookAttempts } from '../src/metrics.js';
 
 let t: TestApp;
 let worker: DeliveryWorker | null = null;
@@ -277,6 +278,8 @@ describe('delivery', () => {
     const tenant = await t.tenant();
     const r = await receiver((n) => (n < 2 ? { status: 500, body: `boom ${n}` } : { status: 200, body: 'ok' }));
     const endpoint = await register(tenant, r.url, ['seats.updated']);
+    const counted = async (outcome: string) => (await webhookAttempts.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+    const [successBefore, failureBefore] = [await counted('success'), await counted('failure')];
     worker = startWorker(t.ctx, { pollMs: 20 });
     await setSeatTotal(t.ctx, tenant.orgId, 3);
     await waitFor(() => r.received.length === 3, 10_000, 'three attempts');
@@ -296,6 +299,8 @@ describe('delivery', () => {
       [200, 'ok', null],
     ]);
     for (const a of delivery.attempts) expect(a.duration_ms).toBeGreaterThanOrEqual(0);
+    // The attempts are counted for /metrics too.
+    expect([(await counted('success')) - successBefore, (await counted('failure')) - failureBefore]).toEqual([1, 2]);
     await new Promise((res) => setTimeout(res, 300));
     expect(r.received).toHaveLength(3);
   });

@@ -18,6 +18,7 @@ import type { Row } from '../db/types.js';
 import type { Clock } from '../clock.js';
 import { iso } from '../clock.js';
 import { newId } from '../ids.js';
+import { webhookAttempts } from '../metrics.js';
 import { signedHeaders } from './signing.js';
 import { checkUrlShape, guardedLookup, systemResolveAll, WebhookUrlError, type ResolveAll, type UrlPolicy } from './url-guard.js';
 
@@ -225,10 +226,13 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
         retryAfterMs: parseRetryAfter(res.headers['retry-after'], now.getTime()),
       };
     } catch (err) {
+      const name = (err as Error)?.name;
+      webhookAttempts.inc({ outcome: name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : 'error' });
       const error = err instanceof WebhookUrlError ? `refused target: ${err.message}` : describeError(err, timeoutMs);
       outcome = { statusCode: null, durationMs: Math.round(performance.now() - started), excerpt: null, error, retryAfterMs: null };
     }
     const ok = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
+    if (outcome.statusCode !== null) webhookAttempts.inc({ outcome: ok ? 'success' : 'failure' });
     if (ok) {
       stats.succeeded++;
       queueSuccess({ claimed, endpointId: endpoint.id, outcome, at: iso(clock.now()) });
