@@ -305,6 +305,20 @@ describe('delivery', () => {
     expect(r.received).toHaveLength(3);
   });
 
+  it('sends first attempts in event order, and a retried event does not hold back later ones', async () => {
+    const tenant = await t.tenant();
+    // The first request fails: its retry (100ms later) must not delay the events created after it.
+    const r = await receiver((n) => (n === 0 ? { status: 500 } : { status: 204 }));
+    await register(tenant, r.url, ['seats.updated']);
+    for (let total = 1; total <= 10; total++) await setSeatTotal(t.ctx, tenant.orgId, total);
+    const events = (await t.request({ method: 'GET', url: '/v1/events?type=seats.updated', token: tenant.token })).json().data as any[];
+    worker = startWorker(t.ctx, { pollMs: 20, concurrency: 1 });
+    await waitFor(() => r.received.length === 11, 10_000, 'ten events and one retry');
+    const order = r.received.map((got) => JSON.parse(got.body).data.object.total);
+    expect(order).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1]);
+    expect(r.ids().slice(0, 10)).toEqual(events.map((e) => e.id));
+  });
+
   it('marks a delivery failed after the schedule, and a manual retry sends it once more', async () => {
     const tenant = await t.tenant();
     let answer = 503;
