@@ -60,8 +60,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       if (!('security' in s)) s.security = [];
       if (url.startsWith('/v1/')) {
         const common = requiresToken({ url, config: route.config }) ? [400, 401, 403, 429, 500] : [400, 429, 500];
-        // Any operation that takes a body can be refused for its size or its media type (src/http/limits.ts).
-        if (s.body && !(route.config as { oauthErrors?: boolean } | undefined)?.oauthErrors) common.push(413, 415);
+        // Any request that can carry a body can be refused for its size or its media type (src/http/limits.ts).
+        const methods = [route.method].flat().map(String);
+        const carriesBody = methods.some((m) => m !== 'GET' && m !== 'HEAD');
+        if (carriesBody && !(route.config as { oauthErrors?: boolean } | undefined)?.oauthErrors) common.push(413, 415);
         // An Idempotency-Key can be in use (409) or reused with another request (422) on any route that honours it.
         if ((route.config as { idempotent?: boolean } | undefined)?.idempotent) common.push(409, 422);
         s.response = { ...errorResponses(...common), ...(s.response ?? {}) };

@@ -202,7 +202,7 @@ describe('counters in Redis', () => {
       await ctx.db.close();
       await a.close();
     }
-  });
+  }, 120_000);
 });
 
 describe('two API processes sharing Redis', () => {

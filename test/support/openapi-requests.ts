@@ -88,6 +88,10 @@ export function sample(doc: any, schema: any, hint: Hint = () => undefined, name
   }
 }
 
+// Webhook URLs are IP literals on loopback only (port 9, discard): generated requests never make a DNS query or
+// reach another machine, even if a delivery were attempted (the test apps run no delivery worker).
+export const SAFE_URL = 'http://127.0.0.1:9/hook';
+
 let counter = 0;
 function sampleString(s: any, name: string): string {
   counter++;
@@ -100,10 +104,10 @@ function sampleString(s: any, name: string): string {
       return `sample-${counter}@example.com`;
     case 'uri':
     case 'url':
-      return 'https://hooks.example.com/lms';
+      return SAFE_URL;
   }
   if (/email/.test(name)) return `sample-${counter}@example.com`;
-  if (/url/.test(name)) return 'https://hooks.example.com/lms';
+  if (/url/.test(name)) return SAFE_URL;
   const base = `${name || 'x'}-${counter}`;
   const min = s.minLength ?? 0;
   const max = s.maxLength ?? 200;
@@ -152,7 +156,7 @@ function stringArbitrary(s: any, name: string): fc.Arbitrary<string> {
     return fc.tuple(fc.stringMatching(/^[a-z0-9]{1,12}$/), fc.constantFrom('example.com', 'example.org')).map(([l, d]) => `${l}@${d}`);
   }
   if (s.format === 'uri' || /url/.test(name)) {
-    return fc.constantFrom('https://hooks.example.com/lms', 'https://127.0.0.1/hook', 'http://10.0.0.1/', 'https://[::1]/x', 'ftp://x.example/');
+    return fc.constantFrom(SAFE_URL, 'https://127.0.0.1:9/hook', 'https://[::1]:9/x', 'ftp://127.0.0.1/', 'javascript:alert(1)', 'http://user:pw@127.0.0.1:9/');
   }
   const minLength = s.minLength ?? 0;
   const maxLength = Math.max(minLength, Math.min(s.maxLength ?? 40, 40));
