@@ -5,8 +5,8 @@
 // - a strict Content-Security-Policy for the server-rendered pages (/portal, /console, /verify): only our own
 //   scripts, styles and images, forms post only to us. /docs sets its own CSP (swagger-ui's static CSP, with the
 //   hashes of its inline code) which takes precedence there;
-// - /v1 answers are `Cache-Control: no-store` unless a route chose otherwise: they carry organization data and
-//   tokens, which no shared cache should keep;
+// - /v1 answers (and every problem) are `Cache-Control: no-store` unless a route chose otherwise: they carry
+//   organization data and tokens, which no shared cache should keep;
 // - no X-Powered-By (Fastify sends none) and no CORS headers: the API is for servers, not for other sites' scripts.
 import type { FastifyInstance } from 'fastify';
 import helmet from '@fastify/helmet';
@@ -34,7 +34,9 @@ export async function registerSecurityHeaders(app: FastifyInstance): Promise<voi
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
-    if (request.url.startsWith('/v1/') && !reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
+    if (reply.hasHeader('cache-control')) return payload;
+    const problem = String(reply.getHeader('content-type') ?? '').startsWith('application/problem+json');
+    if (problem || request.url.startsWith('/v1/')) reply.header('Cache-Control', 'no-store');
     return payload;
   });
 }

@@ -56,7 +56,7 @@ function alternatives(s: any): any[] | null {
 }
 
 /** A minimal value that the schema accepts: required properties only, the first enum value, the smallest number. */
-export function sample(doc: any, schema: any, hint: Hint = () => undefined, name = ''): unknown {
+export function sample(doc: any, schema: any, hint: Hint = () => undefined, name = '', all = false): unknown {
   const s = resolve(doc, schema);
   const hinted = name ? hint(name, s) : undefined;
   if (hinted !== undefined) return hinted;
@@ -64,16 +64,17 @@ export function sample(doc: any, schema: any, hint: Hint = () => undefined, name
   if (Array.isArray(s.enum)) return s.enum[0];
   if (s.default !== undefined) return s.default;
   const alts = alternatives(s);
-  if (alts) return sample(doc, alts.find((a: any) => resolve(doc, a).type !== 'null') ?? alts[0], hint, name);
+  if (alts) return sample(doc, alts.find((a: any) => resolve(doc, a).type !== 'null') ?? alts[0], hint, name, all);
   const type = Array.isArray(s.type) ? s.type.find((t: string) => t !== 'null') : s.type;
   switch (type) {
     case 'object': {
       const out: Record<string, unknown> = {};
-      for (const key of s.required ?? []) out[key] = sample(doc, s.properties?.[key] ?? {}, hint, key);
+      // `all`: the optional properties too (a PATCH whose properties are all optional still changes something).
+      for (const key of all ? Object.keys(s.properties ?? {}) : s.required ?? []) out[key] = sample(doc, s.properties?.[key] ?? {}, hint, key, all);
       return out;
     }
     case 'array':
-      return Array.from({ length: s.minItems ?? 0 }, () => sample(doc, s.items ?? {}, hint, name));
+      return Array.from({ length: s.minItems ?? 0 }, () => sample(doc, s.items ?? {}, hint, name, all));
     case 'integer':
     case 'number':
       return Math.max(s.minimum ?? 1, s.exclusiveMinimum !== undefined ? s.exclusiveMinimum + 1 : -Infinity);
