@@ -179,9 +179,11 @@ describe('security headers', () => {
     const docs = await t.request({ method: 'GET', url: '/docs/' });
     expect(docs.statusCode).toBe(200);
     expect(docs.headers['content-type']).toMatch(/^text\/html/);
-    const htmlPages = ['/docs/', ...t.app.registeredRoutes.filter((r) => r.method === 'GET' && /^\/(portal|console)(\/sign-in)?$/.test(r.url)).map((r) => r.url)];
+    const htmlPages = ['/docs/', '/verify/not-a-code', ...t.app.registeredRoutes.filter((r) => r.method === 'GET' && /^\/(portal|console)\/sign-in$/.test(r.url)).map((r) => r.url)];
+    expect(htmlPages.length).toBeGreaterThanOrEqual(4);
     for (const url of htmlPages) {
       const res = await t.request({ method: 'GET', url });
+      expect(String(res.headers['content-type']), url).toMatch(/^text\/html/);
       const csp = String(res.headers['content-security-policy']);
       expect(csp, url).toMatch(/default-src '(self|none)'/);
       expect(csp, url).not.toMatch(/script-src[^;]*'unsafe-(inline|eval)'/);
