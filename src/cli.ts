@@ -7,7 +7,8 @@ import { createContext, type AppContext } from './context.js';
 import { migrateToLatest, openDb } from './db/index.js';
 import { closeOnSignals, createLogger, startServer } from './server.js';
 import { startWorker } from './webhooks/worker.js';
-import { seedDemo } from './demo/seed.js';
+import { seedDemo, type DemoResult } from './demo/seed.js';
+import { isClusterWorker, runClusterPrimary } from './cluster.js';
 import { createOrganization, setSeatTotal } from './modules/organization/service.js';
 import { createApprovedApplication } from './modules/applications/service.js';
 import { importCatalogue } from './modules/catalogue/service.js';
@@ -45,29 +46,35 @@ export function buildCli(): Command {
     .command('serve')
     .description('run the API (and the webhook delivery worker); applies migrations on start')
     .option('--demo', 'seed the demo organization, catalogue and application on first start, and print the credentials')
-    .action(async (opts: { demo?: boolean }) => {
+    .option('--processes <n>', 'API processes sharing the port (Node cluster; the primary runs no HTTP)', (v) => parseWholeNumber('--processes', v), 1)
+    .option('--no-worker', 'do not run the webhook delivery worker here (run `lmsapi worker` processes instead)')
+    .action(async (opts: { demo?: boolean; processes: number; worker: boolean }) => {
       const cfg = config();
+      if (opts.processes < 1) throw new CliError('--processes must be at least 1');
+      if (isClusterWorker()) {
+        // One of the API processes of `serve --processes N`: HTTP only (the primary owns demo data and the worker).
+        closeOnSignals(await startServer(cfg), cfg.shutdownTimeoutMs);
+        return;
+      }
+      if (opts.processes > 1) {
+        const ctx = await createContext(cfg); // migrations and the first signing key, once, before forking
+        const demo = opts.demo ? await seedDemo(ctx) : null;
+        runClusterPrimary({
+          processes: opts.processes,
+          graceMs: cfg.shutdownTimeoutMs + 5_000,
+          log: (m) => process.stderr.write(m + '\n'),
+          onListening: ({ port }) => {
+            const url = `${cfg.tlsCert ? 'https' : 'http'}://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`;
+            process.stdout.write(serveBanner(cfg, url, ctx.mailer.describe(), demo, `${opts.processes} API processes`).join('\n') + '\n');
+          },
+          onShutdown: () => ctx.db.close(),
+        });
+        return;
+      }
       const server = await startServer(cfg);
       closeOnSignals(server, cfg.shutdownTimeoutMs);
-      const lines = [
-        `LMS Integration API listening on ${server.url}`,
-        `  API reference: ${cfg.publicUrl}/docs`,
-        `  Developer portal: ${cfg.publicUrl}/portal   Operator console: ${cfg.publicUrl}/console (lmsapi operators add EMAIL)`,
-        `  E-mail: ${server.ctx.mailer.describe()}`,
-      ];
-      if (opts.demo) {
-        const demo = await seedDemo(server.ctx);
-        lines.push(demo.created ? '  Demo data created.' : '  Demo data already present (not created again).');
-        if (demo.credentials) {
-          lines.push(
-            `  Demo client_id:     ${demo.credentials.client_id}`,
-            `  Demo client_secret: ${demo.credentials.client_secret}`,
-            `  Try: curl -s ${cfg.publicUrl}/v1/oauth/token -H 'content-type: application/json' \\`,
-            `         -d '{"client_id":"${demo.credentials.client_id}","client_secret":"${demo.credentials.client_secret}"}'`,
-          );
-        }
-      }
-      process.stdout.write(lines.join('\n') + '\n');
+      const demo = opts.demo ? await seedDemo(server.ctx) : null;
+      process.stdout.write(serveBanner(cfg, server.url, server.ctx.mailer.describe(), demo, null).join('\n') + '\n');
     });
 
   program
@@ -228,6 +235,27 @@ export function buildCli(): Command {
     });
 
   return program;
+}
+
+function serveBanner(cfg: Config, url: string, mail: string, demo: DemoResult | null, processes: string | null): string[] {
+  const lines = [
+    `LMS Integration API listening on ${url}${processes ? ` (${processes})` : ''}`,
+    `  API reference: ${cfg.publicUrl}/docs`,
+    `  Developer portal: ${cfg.publicUrl}/portal   Operator console: ${cfg.publicUrl}/console (lmsapi operators add EMAIL)`,
+    `  E-mail: ${mail}`,
+  ];
+  if (demo) {
+    lines.push(demo.created ? '  Demo data created.' : '  Demo data already present (not created again).');
+    if (demo.credentials) {
+      lines.push(
+        `  Demo client_id:     ${demo.credentials.client_id}`,
+        `  Demo client_secret: ${demo.credentials.client_secret}`,
+        `  Try: curl -s ${cfg.publicUrl}/v1/oauth/token -H 'content-type: application/json' \\`,
+        `         -d '{"client_id":"${demo.credentials.client_id}","client_secret":"${demo.credentials.client_secret}"}'`,
+      );
+    }
+  }
+  return lines;
 }
 
 function parseWholeNumber(name: string, value: string): number {
