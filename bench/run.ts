@@ -181,6 +181,7 @@ const API_ENV = (dataset: Dataset): Record<string, string> => ({
   LOG_LEVEL,
   // The benchmark measures throughput, not the per-application rate limit (1,200/min by default).
   RATE_LIMIT_PER_MINUTE: '1000000',
+  RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '1000000',
   WEBHOOK_ALLOW_HTTP: 'true',
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
 });

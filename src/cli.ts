@@ -5,7 +5,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig, loadDotEnv, redactUrl, type Config } from './config.js';
 import { createContext, type AppContext } from './context.js';
 import { migrateToLatest, openDb } from './db/index.js';
-import { closeOnSignals, createLogger, startServer } from './server.js';
+import { closeOnSignals, createLogger, startBackgroundRunners, startServer } from './server.js';
 import { startWorker } from './webhooks/worker.js';
 import { seedDemo, type DemoResult } from './demo/seed.js';
 import { isClusterWorker, runClusterPrimary } from './cluster.js';
@@ -49,25 +49,34 @@ export function buildCli(): Command {
     .option('--processes <n>', 'API processes sharing the port (Node cluster; the primary runs no HTTP)', (v) => parseWholeNumber('--processes', v), 1)
     .option('--no-worker', 'do not run the webhook delivery worker here (run `lmsapi worker` processes instead)')
     .action(async (opts: { demo?: boolean; processes: number; worker: boolean }) => {
-      const cfg = config();
+      const loaded = config();
+      // --no-worker is the command-line form of WEBHOOK_WORKER=false.
+      const cfg: Config = { ...loaded, webhookWorkerInServe: loaded.webhookWorkerInServe && opts.worker };
       if (opts.processes < 1) throw new CliError('--processes must be at least 1');
       if (isClusterWorker()) {
-        // One of the API processes of `serve --processes N`: HTTP only (the primary owns demo data and the worker).
-        closeOnSignals(await startServer(cfg), cfg.shutdownTimeoutMs);
+        // One of the API processes of `serve --processes N`: HTTP only; the primary runs the background jobs.
+        closeOnSignals(await startServer(cfg, { background: false }), cfg.shutdownTimeoutMs);
         return;
       }
       if (opts.processes > 1) {
-        const ctx = await createContext(cfg); // migrations and the first signing key, once, before forking
+        // The primary: migrations and the first signing key once, before forking; then the background jobs
+        // (retention, certificate expiry, and the webhook delivery worker unless --no-worker) and no HTTP.
+        const ctx = await createContext(cfg);
         const demo = opts.demo ? await seedDemo(ctx) : null;
+        const logger = createLogger(cfg);
+        const runners = startBackgroundRunners(ctx, logger as never);
         runClusterPrimary({
           processes: opts.processes,
           graceMs: cfg.shutdownTimeoutMs + 5_000,
-          log: (m) => process.stderr.write(m + '\n'),
+          log: (m) => logger.warn(m),
           onListening: ({ port }) => {
             const url = `${cfg.tlsCert ? 'https' : 'http'}://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`;
             process.stdout.write(serveBanner(cfg, url, ctx.mailer.describe(), demo, `${opts.processes} API processes`).join('\n') + '\n');
           },
-          onShutdown: () => ctx.db.close(),
+          onShutdown: async () => {
+            await Promise.all(runners.map((r) => r.stop().catch((err) => logger.error({ err, runner: r.name }, 'background runner failed to stop'))));
+            await ctx.db.close();
+          },
         });
         return;
       }

@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import type { Http2Session } from 'node:http2';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type pino from 'pino';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { ConfigError, type Config } from './config.js';
 import { buildApp, LOG_REDACT_PATHS } from './app.js';
 import { createContext, type AppContext } from './context.js';
@@ -67,6 +67,28 @@ function tlsOptions(config: Config) {
   };
 }
 
+/**
+ * The jobs that run next to the API: retention, certificate expiry and (unless WEBHOOK_WORKER=false) the webhook
+ * delivery worker. `serve` runs them in its one process; `serve --processes N` runs them once, in the primary.
+ */
+export function startBackgroundRunners(ctx: AppContext, log: FastifyBaseLogger): BackgroundRunner[] {
+  const config = ctx.config;
+  const runners: BackgroundRunner[] = [startRetention(ctx, log)];
+  // The webhook delivery worker; WEBHOOK_WORKER=false leaves delivery to separate `lmsapi worker` processes.
+  if (config.webhookWorkerInServe) runners.push(startWorker(ctx, { logger: log as never }));
+  runners.push({
+    name: 'certificate-expiry',
+    stop: startCertificateExpiryJob(ctx, {
+      intervalMs: config.certificateExpiryIntervalMs,
+      onError: (err) => log.error({ err }, 'certificate expiry: run failed (will retry at the next interval)'),
+      onRun: (expired) => {
+        if (expired > 0) log.info({ expired }, 'certificate expiry: certificates expired');
+      },
+    }),
+  });
+  return runners;
+}
+
 export async function startServer(config: Config, options: StartServerOptions = {}): Promise<RunningServer> {
   const logger = createLogger(config, options.logDestination);
   const tls = tlsOptions(config);
@@ -79,22 +101,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   const warning = insecureBindingWarning(config);
   if (warning) app.log.warn({ host: config.host, trust_proxy: config.trustProxy }, warning);
 
-  const runners: BackgroundRunner[] = [];
-  if (options.background !== false) {
-    runners.push(startRetention(ctx, app.log));
-    // The webhook delivery worker; WEBHOOK_WORKER=false leaves delivery to separate `lmsapi worker` processes.
-    if (config.webhookWorkerInServe) runners.push(startWorker(ctx, { logger: app.log as never }));
-    runners.push({
-      name: 'certificate-expiry',
-      stop: startCertificateExpiryJob(ctx, {
-        intervalMs: config.certificateExpiryIntervalMs,
-        onError: (err) => app.log.error({ err }, 'certificate expiry: run failed (will retry at the next interval)'),
-        onRun: (expired) => {
-          if (expired > 0) app.log.info({ expired }, 'certificate expiry: certificates expired');
-        },
-      }),
-    });
-  }
+  const runners = options.background !== false ? startBackgroundRunners(ctx, app.log) : [];
 
   let closing: Promise<boolean> | null = null;
   const close = () => {
