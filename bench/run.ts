@@ -104,6 +104,16 @@ class RssSampler {
   }
 }
 
+/** CPU time (user + system) a process has used so far, in milliseconds, from /proc/<pid>/stat. */
+function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return NaN;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------- load
 
 interface Load {
@@ -163,12 +173,17 @@ function summarize(r: autocannon.Result): Measured {
   };
 }
 
-/** Warm-up, then the measured run, sampling the RSS of `pid` throughout. */
-async function measure(url: string, load: Load, pid: number): Promise<Measured & { peakRssMb: number }> {
+/**
+ * Warm-up, then the measured run, sampling the RSS of `pid` throughout and its CPU time over the measured run:
+ * CPU ms per request does not depend on how much of the machine other processes took meanwhile.
+ */
+async function measure(url: string, load: Load, pid: number): Promise<Measured & { peakRssMb: number; cpuMsPerRequest: number }> {
   const rss = new RssSampler(pid).start();
   if (WARMUP > 0) await cannon(url, load, WARMUP);
+  const cpuBefore = cpuMs(pid);
   const result = summarize(await cannon(url, load, DURATION));
-  return { ...result, peakRssMb: rss.stop() / 1024 };
+  const cpuMsPerRequest = (cpuMs(pid) - cpuBefore) / Math.max(1, result.requests);
+  return { ...result, peakRssMb: rss.stop() / 1024, cpuMsPerRequest };
 }
 
 // ---------------------------------------------------------------------------------------------- the API
@@ -218,7 +233,8 @@ interface Row {
   database: string;
   scenario: string;
   key: string;
-  m?: Measured & { peakRssMb: number };
+  m?: Measured & { peakRssMb: number; cpuMsPerRequest: number };
+  ceilingCpu?: number;
   note?: string;
   ceiling?: number;
 }
@@ -241,7 +257,7 @@ const want = (key: string) => !ONLY || ONLY.has(key);
 async function runDatabase(label: string, dataset: Dataset, hello: Proc, rows: Row[], webhooks: WebhookRow[]): Promise<void> {
   log(`${label}: ceiling (hello-world)`);
   const ceiling = await measure(hello.url, { path: '/' }, hello.child.pid!);
-  rows.push({ database: label, scenario: 'ceiling: bare Fastify hello-world', key: 'ceiling', m: ceiling, ceiling: ceiling.rps });
+  rows.push({ database: label, scenario: 'ceiling: bare Fastify hello-world', key: 'ceiling', m: ceiling, ceiling: ceiling.rps, ceilingCpu: ceiling.cpuMsPerRequest });
 
   log(`${label}: starting the API (node dist/cli.js serve)`);
   const api = await startProcess(`api-${label}`, ['dist/cli.js', 'serve'], API_ENV(dataset));
@@ -251,7 +267,7 @@ async function runDatabase(label: string, dataset: Dataset, hello: Proc, rows: R
     const big = await tokenFor(api.url, dataset.orgs.big);
     const enrol = await tokenFor(api.url, dataset.orgs.enrol);
     const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
-    const add = (key: string, scenario: string, m?: Row['m'], note?: string) => rows.push({ database: label, scenario, key, m, note, ceiling: ceiling.rps });
+    const add = (key: string, scenario: string, m?: Row['m'], note?: string) => rows.push({ database: label, scenario, key, m, note, ceiling: ceiling.rps, ceilingCpu: ceiling.cpuMsPerRequest });
 
     if (want('token')) {
       log(`${label}: POST /v1/oauth/token`);
@@ -457,20 +473,22 @@ function report(rows: Row[], webhooks: WebhookRow[], meta: { started: Date; seco
   lines.push(`- What runs: the production path — \`npm run build\`, then \`node dist/cli.js serve\` as a child process (one process); the ceiling is \`bench/hello.ts\` (bare Fastify, \`{hello: 'world'}\`) run through tsx in its own process. autocannon runs inside the bench process on the same 2 cores, for the ceiling and the API alike.`);
   lines.push(`- Data: ${meta.datasets.join('; ')}.`);
   lines.push('');
+  lines.push('Columns: *ratio to ceiling* = the scenario\'s requests/s ÷ the hello-world\'s requests/s measured in the same run; *CPU ms/request* = CPU time (user + system, /proc/<pid>/stat) the API process spent during the measured seconds ÷ requests answered; *CPU ratio* = the ceiling\'s CPU ms/request ÷ the scenario\'s, i.e. the throughput ratio the two would have if each had a core to itself — the figure least disturbed by other processes taking CPU.');
+  lines.push('');
   lines.push('**This machine is shared**: other engineers\' test suites and builds were running during the measurement, so absolute numbers move from run to run. The ratio to the ceiling (measured in the same run, minutes apart) is the meaningful figure.');
   lines.push('');
-  lines.push('| database | scenario | req/s | p50 ms | p99 ms | non-2xx | peak RSS MB | ratio to ceiling | target | met |');
-  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---|---|');
+  lines.push('| database | scenario | req/s | p50 ms | p99 ms | non-2xx | peak RSS MB | ratio to ceiling | CPU ms/request | CPU ratio | target | met |');
+  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|');
   for (const r of rows) {
     const t = TARGETS[r.key];
     if (!r.m) {
-      lines.push(`| ${r.database} | ${r.scenario} | — | — | — | — | — | — | ${t?.text ?? ''} | ${r.note ?? ''} |`);
+      lines.push(`| ${r.database} | ${r.scenario} | — | — | — | — | — | — | — | — | ${t?.text ?? ''} | ${r.note ?? ''} |`);
       continue;
     }
     const met = t?.check(r, rows);
     const codes = r.m.non2xx || r.m.errors ? `${f0(r.m.non2xx)}${r.m.errors ? ` (+${r.m.errors} errors)` : ''}` : '0';
     lines.push(
-      `| ${r.database} | ${r.scenario} | ${f0(r.m.rps)} | ${r.m.p50} | ${r.m.p99} | ${codes} | ${f1(r.m.peakRssMb)} | ${r.key === 'ceiling' ? '1.00' : ratio(r).toFixed(2)} | ${t?.text ?? ''} | ${met === null || met === undefined ? '' : met ? 'yes' : '**no**'} |`,
+      `| ${r.database} | ${r.scenario} | ${f0(r.m.rps)} | ${r.m.p50} | ${r.m.p99} | ${codes} | ${f1(r.m.peakRssMb)} | ${r.key === 'ceiling' ? '1.00' : ratio(r).toFixed(2)} | ${r.m.cpuMsPerRequest.toFixed(3)} | ${r.ceilingCpu ? (r.ceilingCpu / r.m.cpuMsPerRequest).toFixed(2) : '—'} | ${t?.text ?? ''} | ${met === null || met === undefined ? '' : met ? 'yes' : '**no**'} |`,
     );
   }
   const pairs = [...new Set(rows.map((r) => r.database))].map((db) => {
