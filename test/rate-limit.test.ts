@@ -72,6 +72,12 @@ describe('per-application rate limit (in memory)', () => {
     const notFound = await t.request({ method: 'GET', url: '/v1/courses/crs_nope', token: tenant.token });
     expect(notFound.statusCode).toBe(404);
     expect(notFound.headers['ratelimit-policy']).toBe('"default";q=30;w=60');
+    // A valid token without the scope is refused during authentication, and still counts for its application.
+    const narrow = await tenant.tokenWith(['seats:read']);
+    const forbidden = await t.request({ method: 'GET', url: '/v1/organization', token: narrow });
+    expect(forbidden.statusCode).toBe(403);
+    expect(rateLimitOf(forbidden).r).toBe(29);
+    expect(rateLimitOf(await t.request({ method: 'GET', url: '/v1/seats', token: narrow })).r).toBe(28);
     const unauthenticated = [
       await t.request({ method: 'GET', url: '/v1/seats' }),
       await t.request({ method: 'GET', url: '/v1/seats', token: 'not-a-token' }),

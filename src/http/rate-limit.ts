@@ -106,10 +106,12 @@ export function registerRateLimit(app: FastifyInstance): void {
     charge(perApplication, request.auth.appId, reply, true, (err) => (err ? done(err) : done(null, payload)));
   });
 
-  // A token that was refused (401) still spends the address budget, and its answer still carries the headers.
+  // A request stopped during authentication still spends a budget, and its answer still carries the headers:
+  // a refused token (401) the address budget, a valid token without the scope (403) its application's.
   app.addHook('onSend', (request, reply, payload, done) => {
     if (request.rateLimitCharged || !isV1(request)) return done(null, payload);
     request.rateLimitCharged = true;
-    charge(perAddress, request.ip, reply, false, () => done(null, payload));
+    if (request.auth) charge(perApplication, request.auth.appId, reply, false, () => done(null, payload));
+    else charge(perAddress, request.ip, reply, false, () => done(null, payload));
   });
 }
