@@ -9,6 +9,7 @@ import { closeOnSignals, createLogger, startBackgroundRunners, startServer } fro
 import { startWorker } from './webhooks/worker.js';
 import { seedDemo, type DemoResult } from './demo/seed.js';
 import { isClusterWorker, runClusterPrimary } from './cluster.js';
+import { backupSqlite, restoreSqlite } from './ops/backup.js';
 import { createOrganization, setSeatTotal } from './modules/organization/service.js';
 import { createApprovedApplication } from './modules/applications/service.js';
 import { importCatalogue } from './modules/catalogue/service.js';
@@ -225,6 +226,31 @@ export function buildCli(): Command {
       }
       const result = await withContext((ctx) => importCatalogue(ctx, data));
       output(Boolean(opts.json), result, `${result.created} courses created (${result.courses} in the file, ${result.categories} categories)`);
+    });
+
+  program
+    .command('backup')
+    .description('write an online, consistent copy of the SQLite database to FILE (safe while the service runs)')
+    .argument('<file>', 'where to write the copy')
+    .option('--force', 'overwrite FILE if it exists')
+    .option('--json', 'print JSON')
+    .action((file: string, opts: { force?: boolean; json?: boolean }) => {
+      const copy = backupSqlite(config().databaseUrl, file, { force: opts.force });
+      output(Boolean(opts.json), { ...copy }, `backup written to ${copy.file} (${copy.bytes} bytes, integrity ok)`);
+    });
+
+  program
+    .command('restore')
+    .description('replace the SQLite database with a backup made by lmsapi backup (stop the service first)')
+    .argument('<file>', 'the backup file')
+    .option('--json', 'print JSON')
+    .action(async (file: string, opts: { json?: boolean }) => {
+      const restored = await restoreSqlite(config().databaseUrl, file);
+      output(
+        Boolean(opts.json),
+        { ...restored },
+        `restored ${restored.database} from ${file}` + (restored.previous ? `\n(the database it replaced was kept as ${restored.previous})` : ''),
+      );
     });
 
   program
