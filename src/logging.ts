@@ -32,12 +32,20 @@ export function scrubString(value: string): string {
   return out;
 }
 
+/** pino's error shape (type, message, stack, cause, own fields) as a plain object, so that it can be scrubbed. */
+function plainError(err: Error): Record<string, unknown> {
+  const serialized = pino.stdSerializers.err(err) as unknown as Record<string, unknown>;
+  const out: Record<string, unknown> = { type: serialized.type, message: serialized.message, stack: serialized.stack };
+  for (const key of Object.keys(serialized)) out[key] = serialized[key];
+  return out;
+}
+
 /** A copy of a log record with every string scrubbed (plain objects and arrays, to a bounded depth). */
 export function scrubSecrets<T>(value: T, depth = 0): T {
   if (typeof value === 'string') return scrubString(value) as T;
   if (value === null || typeof value !== 'object' || depth > 6) return value;
   if (Array.isArray(value)) return value.map((v) => scrubSecrets(v, depth + 1)) as T;
-  if (value instanceof Error) return scrubSecrets(pino.stdSerializers.err(value), depth) as T;
+  if (value instanceof Error) return scrubSecrets(plainError(value), depth) as T;
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return value;
   const out: Record<string, unknown> = {};
@@ -66,7 +74,7 @@ export function createRedactingLogger(options: LoggerOptions): Logger {
       serializers: {
         // pino passes the message string through the serializer named after the message key.
         msg: (msg: unknown) => (typeof msg === 'string' ? scrubString(msg) : msg),
-        err: (err: Error) => scrubSecrets(pino.stdSerializers.err(err)),
+        err: (err: unknown) => (err instanceof Error ? scrubSecrets(plainError(err)) : err),
         req: (req: { method?: string; url?: string; id?: unknown; ip?: string }) => ({
           method: req.method,
           url: req.url ? redactUrlForLog(req.url) : undefined,
