@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { freshDatabase, testConfig, type TestApp, type TestDatabase } from './helpers.js';
 import { WebClient, csrfOf, pathOf } from './web-helpers.js';
 import { latestMailTo, signInLinkOf } from './mail-helpers.js';
+import { HSTS } from '../src/http/operations.js';
 import { startServer, type RunningServer } from '../src/server.js';
 import { createOrganization } from '../src/modules/organization/service.js';
 import { createApprovedApplication, type IssuedCredentials } from '../src/modules/applications/service.js';
@@ -137,7 +138,7 @@ describe('request log lines', () => {
 
   it('takes the client address and scheme from X-Forwarded-* when TRUST_PROXY is set', async () => {
     const viaProxy = await call('/healthz', { headers: { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https', 'x-request-id': 'proxy-check-1' } });
-    expect(viaProxy.headers.get('strict-transport-security')).toBe('max-age=31536000');
+    expect(viaProxy.headers.get('strict-transport-security')).toBe(HSTS);
     const plain = await call('/healthz', { headers: { 'x-forwarded-proto': 'http' } });
     expect(plain.headers.get('strict-transport-security')).toBeNull();
     const line = parsed().find((l) => l.reqId === 'proxy-check-1')!;

@@ -9,6 +9,7 @@ import http2 from 'node:http2';
 import { readFileSync as read } from 'node:fs';
 import { freshDatabase, testConfig, type TestDatabase } from './helpers.js';
 import { loadConfig } from '../src/config.js';
+import { HSTS } from '../src/http/operations.js';
 import { startServer, insecureBindingWarning, type RunningServer } from '../src/server.js';
 import { createOrganization } from '../src/modules/organization/service.js';
 import { createApprovedApplication, type IssuedCredentials } from '../src/modules/applications/service.js';
@@ -101,11 +102,11 @@ describe('HTTPS served by the service (TLS_CERT, TLS_KEY)', () => {
     const token = await h1('POST', '/v1/oauth/token', { client_id: creds.client_id, client_secret: creds.client_secret });
     expect(token.version).toBe('1.1');
     expect(token.status).toBe(200);
-    expect(token.headers['strict-transport-security']).toBe('max-age=31536000');
+    expect(token.headers['strict-transport-security']).toBe(HSTS);
     const courses = await h1('GET', '/v1/courses?limit=5', undefined, JSON.parse(token.body).access_token);
     expect(courses.status).toBe(200);
     expect(JSON.parse(courses.body).data).toHaveLength(5);
-    expect(courses.headers['strict-transport-security']).toBe('max-age=31536000');
+    expect(courses.headers['strict-transport-security']).toBe(HSTS);
     // PUBLIC_URL with https:// makes every generated link https.
     expect(courses.headers.link).toMatch(/^<https:\/\/api\.lms\.test\/v1\/courses\?limit=5&cursor=[^>]+>; rel="next"$/);
   });
@@ -117,7 +118,7 @@ describe('HTTPS served by the service (TLS_CERT, TLS_KEY)', () => {
       expect(session.alpnProtocol).toBe('h2');
       const token = await h2(session, 'POST', '/v1/oauth/token', { client_id: creds.client_id, client_secret: creds.client_secret });
       expect(token.status).toBe(200);
-      expect(token.headers['strict-transport-security']).toBe('max-age=31536000');
+      expect(token.headers['strict-transport-security']).toBe(HSTS);
       const courses = await h2(session, 'GET', '/v1/courses?limit=3', undefined, JSON.parse(token.body).access_token);
       expect(courses.status).toBe(200);
       expect(JSON.parse(courses.body).data).toHaveLength(3);

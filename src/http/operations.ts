@@ -7,7 +7,7 @@ import type { AppContext } from '../context.js';
 import { collectDatabaseGauges, httpRequestDuration, httpRequests, registry, tokensRefused } from '../metrics.js';
 import { redactUrlForLog } from '../logging.js';
 
-export const HSTS = 'max-age=31536000';
+export const HSTS = 'max-age=31536000; includeSubDomains';
 const TOKEN_ROUTE = '/v1/oauth/token';
 
 /** Adds the caller's application and organization to every later log line of this request. */
