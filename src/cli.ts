@@ -5,7 +5,8 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig, loadDotEnv, redactUrl, type Config } from './config.js';
 import { createContext, type AppContext } from './context.js';
 import { migrateToLatest, openDb } from './db/index.js';
-import { closeOnSignals, createLogger, startBackgroundRunners, startServer } from './server.js';
+import { closeOnSignals, createLogger, startBackgroundRunners, startServer, stopRunners, type BackgroundRunner } from './server.js';
+import { startRetention } from './ops/retention.js';
 import { startWorker } from './webhooks/worker.js';
 import { seedDemo, type DemoResult } from './demo/seed.js';
 import { isClusterWorker, runClusterPrimary } from './cluster.js';
@@ -89,28 +90,32 @@ export function buildCli(): Command {
 
   program
     .command('worker')
-    .description('run only the webhook delivery worker (next to API processes started with WEBHOOK_WORKER=false)')
+    .description('run the webhook delivery worker and the retention jobs without the API (next to API processes started with WEBHOOK_WORKER=false)')
     .option('--json', 'print JSON lines (started, stopped with counts)')
     .action(async (opts: { json?: boolean }) => {
       const cfg = config();
       const logger = createLogger(cfg);
       const ctx = await createContext(cfg);
       const worker = startWorker(ctx, { logger });
+      // The retention jobs run in every process that runs background work (idempotent deletes: they share it).
+      const runners: BackgroundRunner[] = [worker, startRetention(ctx, logger)];
       output(Boolean(opts.json), { worker: worker.id, status: 'started' }, `webhook worker ${worker.id} running`);
       let signalled = false;
       const onSignal = (signal: NodeJS.Signals) => {
         if (signalled) process.exit(1);
         signalled = true;
         logger.info({ signal }, 'stopping the webhook worker');
-        // Finishes the deliveries it holds (each bounded by WEBHOOK_TIMEOUT), then exits.
-        worker
-          .stop()
-          .then(() => ctx.db.close())
+        // Finishes the deliveries it holds; near SHUTDOWN_TIMEOUT it hands the rest back (released, due at once).
+        stopRunners(runners, cfg.shutdownTimeoutMs, logger)
+          .then(async (clean) => {
+            await ctx.db.close();
+            return clean;
+          })
           .then(
-            () => {
+            (clean) => {
               const s = worker.stats;
               output(Boolean(opts.json), { worker: worker.id, status: 'stopped', ...s }, `webhook worker ${worker.id} stopped: ${s.succeeded} delivered`);
-              process.exit(0);
+              process.exit(clean ? 0 : 1);
             },
             (err) => {
               logger.error({ err }, 'error while stopping the worker');

@@ -25,7 +25,26 @@ import { startCertificateExpiryJob } from './modules/certificates/expiry.js';
  */
 export interface BackgroundRunner {
   name: string;
-  stop(): Promise<void>;
+  /** Finishes current work; when `handBack` aborts (the bound is near) it must hand unfinished work back at once. */
+  stop(handBack?: AbortSignal): Promise<void>;
+}
+
+/**
+ * Stops runners within a bound: they are asked to finish, and shortly before the bound (at most 1 s, at least a
+ * quarter of it) to hand back what is left (the webhook worker releases its claimed deliveries). Resolves true when
+ * every runner stopped in time.
+ */
+export async function stopRunners(runners: BackgroundRunner[], boundMs: number, log: Pick<pino.Logger, 'error'>): Promise<boolean> {
+  const handBack = new AbortController();
+  const timer = setTimeout(() => handBack.abort(), boundMs - Math.min(1000, boundMs / 4));
+  try {
+    const stopped = Promise.all(
+      runners.map((r) => r.stop(handBack.signal).catch((err) => log.error({ err, runner: r.name }, 'background runner failed to stop'))),
+    );
+    return await withinBound(stopped, boundMs);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export interface RunningServer {
@@ -113,12 +132,11 @@ export async function startServer(config: Config, options: StartServerOptions = 
       // answered, idle keep-alive connections are closed so that the listener can finish closing.
       connections.goAway();
       void connections.idle().then(() => connections.endAll());
-      const stopped = Promise.all(
-        runners.map((r) => r.stop().catch((err) => app.log.error({ err, runner: r.name }, 'background runner failed to stop'))),
-      );
-      const clean = await withinBound(Promise.all([appClosed, stopped]), bound);
+      const stopped = stopRunners(runners, bound, app.log);
+      const clean = (await withinBound(appClosed, bound)) && (await stopped);
       if (!clean) {
         app.log.error({ in_flight: connections.inFlight(), timeout_ms: bound }, 'shutdown bound reached: cutting off what is left');
+        await stopped;
         connections.destroyAll();
         await withinBound(appClosed, 1000);
       }
@@ -134,7 +152,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   return { app, ctx, url: `${scheme}://${hostForUrl}:${port}`, runners, close };
 }
 
-async function withinBound(work: Promise<unknown>, ms: number): Promise<boolean> {
+export async function withinBound(work: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), ms);

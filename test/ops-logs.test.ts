@@ -71,6 +71,22 @@ describe('logs without secrets', () => {
     await call(`/v1/courses?access_token=${queryToken}`);
   });
 
+  it('a webhook creation and a secret rotation leave no webhook secret in the log', async () => {
+    const token = secrets.get('access token')!;
+    const created = await call('/v1/webhooks', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'http://127.0.0.1:9/hook', events: ['*'] }),
+    });
+    expect(created.status).toBe(201);
+    const endpoint = (await created.json()) as { id: string; secret: string };
+    expect(endpoint.secret).toMatch(/^whsec_/);
+    secrets.set('webhook secret (create)', endpoint.secret);
+    const rotated = await call(`/v1/webhooks/${endpoint.id}/rotate-secret`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    expect(rotated.status).toBe(200);
+    secrets.set('webhook secret (rotate)', ((await rotated.json()) as { secret: string }).secret);
+  });
+
   it('a portal sign-in leaves no sign-in link, token, session cookie or CSRF token in the log', async () => {
     const client = new WebClient(server.app);
     const email = 'dev@example.test';

@@ -7,6 +7,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { freshDatabase, testConfig, type TestDatabase } from './helpers.js';
 import { startService, type ServiceProcess } from './ops-process.js';
+import { startReceiver, waitFor, type Receiver } from './webhook-receiver.js';
+import { parsePrometheus } from './ops-helpers.js';
 import { createContext } from '../src/context.js';
 import { createOrganization } from '../src/modules/organization/service.js';
 import { createApprovedApplication, type IssuedCredentials } from '../src/modules/applications/service.js';
@@ -19,7 +21,7 @@ beforeEach(async () => {
   database = await freshDatabase();
   const ctx = await createContext(testConfig(database), { schema: database.schema });
   const org = await createOrganization(ctx, { name: 'Shutdown Org', seats: 2 });
-  creds = await createApprovedApplication(ctx, { orgId: org.id, name: 'shutdown app', scopes: ['courses:read'] });
+  creds = await createApprovedApplication(ctx, { orgId: org.id, name: 'shutdown app', scopes: ['courses:read', 'webhooks:read', 'webhooks:write'] });
   await ctx.db.close();
 });
 afterEach(async () => {
@@ -118,7 +120,7 @@ describe('graceful shutdown of lmsapi serve', () => {
     const exit = await service.exited;
     expect(exit.code).toBe(1);
     expect(exit.at - signalledAt).toBeGreaterThanOrEqual(1900);
-    expect(exit.at - signalledAt).toBeLessThan(4500);
+    expect(exit.at - signalledAt).toBeLessThan(5000);
     expect(service.output()).toMatch(/shutdown bound reached/);
   });
 
@@ -136,6 +138,70 @@ describe('graceful shutdown of lmsapi serve', () => {
     expect(exit.at - secondAt).toBeLessThan(1500);
     expect(service.output()).toMatch(/second signal: exiting now/);
   });
+});
+
+describe('graceful shutdown with a webhook delivery under way', () => {
+  let receiver: Receiver | null = null;
+  afterEach(async () => {
+    await receiver?.close();
+    receiver = null;
+  });
+
+  it('hands the claimed delivery back within the bound, exits 0, and the restarted service delivers it', async () => {
+    // The receiver holds its first request (the service is stopped meanwhile) and answers later ones at once.
+    receiver = await startReceiver((n) => (n === 0 ? { status: 200, delayMs: 60_000 } : { status: 200 }));
+    const webhookEnv = env({
+      SHUTDOWN_TIMEOUT: '4s',
+      WEBHOOK_TIMEOUT: '30s',
+      WEBHOOK_LEASE: '10m', // far beyond the test: the delivery comes back because it was released, not because a lease ran out
+      WEBHOOK_POLL_INTERVAL: '50ms',
+      WEBHOOK_ALLOW_HTTP: 'true',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    });
+    service = await startService(webhookEnv);
+    const token = ((await (await fetch(`${service.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: creds.client_id, client_secret: creds.client_secret }) })).json()) as { access_token: string }).access_token;
+    const auth = { authorization: `Bearer ${token}` };
+    const created = await fetch(`${service.url}/v1/webhooks`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ url: receiver.url, events: ['*'] }) });
+    expect(created.status).toBe(201);
+    const endpoint = (await created.json()) as { id: string };
+    expect((await fetch(`${service.url}/v1/webhooks/${endpoint.id}/test`, { method: 'POST', headers: auth })).status).toBeLessThan(300);
+    // The worker has claimed the delivery and its request is at the receiver, unanswered.
+    await waitFor(() => receiver!.received.length === 1, 15_000, 'the first delivery attempt');
+    const eventId = receiver.ids()[0];
+
+    // A slow client request is in flight too.
+    const slow = slowTokenRequest(service.port);
+    await sleep(300);
+    const signalledAt = Date.now();
+    service.child.kill('SIGTERM');
+    await sleep(300);
+    slow.finish();
+    expect((await slow.response).status).toBe(200);
+    const exit = await service.exited;
+    expect(exit.code).toBe(0);
+    expect(exit.at - signalledAt).toBeLessThan(4000);
+    expect(service.output()).toMatch(/webhook delivery handed back at shutdown/);
+
+    const restartedAt = Date.now();
+    service = await startService(webhookEnv);
+    await waitFor(() => receiver!.received.length >= 2, 15_000, 'the delivery after restart');
+    expect(receiver.ids()[1]).toBe(eventId);
+    expect(Date.now() - restartedAt).toBeLessThan(30_000);
+    // The restarted service has a fresh token cache, but tokens stay valid across restarts (same signing keys).
+    const deliveries = await waitFor(async () => {
+      const res = await fetch(`${service!.url}/v1/webhooks/${endpoint.id}/deliveries`, { headers: auth });
+      const body = (await res.json()) as { data: { status: string; attempt_count: number }[] };
+      return body.data[0]?.status === 'succeeded' ? body : null;
+    }, 10_000, 'the delivery to be recorded as succeeded');
+    expect(deliveries.data).toHaveLength(1);
+    // The handed-back attempt was not counted: the one recorded attempt is the successful one.
+    expect(deliveries.data[0].attempt_count).toBe(1);
+    // The worker's attempts are counted in /metrics.
+    const metrics = parsePrometheus(await (await fetch(`${service.url}/metrics`)).text());
+    expect(metrics.value('lmsapi_webhook_attempts_total', { outcome: 'success' })).toBe(1);
+    service.child.kill('SIGTERM');
+    expect((await service.exited).code).toBe(0);
+  }, 120_000);
 });
 
 describe('/readyz while shutting down', () => {

@@ -49,8 +49,12 @@ export interface DeliveryWorker {
   readonly name: 'webhook-worker';
   readonly id: string;
   readonly stats: WorkerStats;
-  /** Stops claiming, finishes the deliveries it holds, closes its connections. */
-  stop(): Promise<void>;
+  /**
+   * Stops claiming, finishes the deliveries it holds, closes its connections. When `handBack` aborts (the shutdown
+   * bound is near), sends still under way are cut off and their deliveries released at once (no attempt recorded),
+   * so that the next worker — or this service after a restart — delivers them without waiting for the lease.
+   */
+  stop(handBack?: AbortSignal): Promise<void>;
 }
 
 interface Claimed {
@@ -163,6 +167,8 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
   });
 
   let stopping = false;
+  // Aborted when shutdown must hand back what is still being sent (see stop()).
+  const handingBack = new AbortController();
   const inflight = new Set<Promise<void>>();
   let wake: (() => void) | null = null;
   const nap = (ms: number) =>
@@ -209,7 +215,7 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
       const res = await request(url, {
         method: 'POST',
         dispatcher: agent,
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), handingBack.signal]),
         headers: {
           'content-type': 'application/json',
           'user-agent': 'lmsapi-webhooks/1.0',
@@ -226,6 +232,10 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
         retryAfterMs: parseRetryAfter(res.headers['retry-after'], now.getTime()),
       };
     } catch (err) {
+      if (handingBack.signal.aborted) {
+        await release(claimed);
+        return;
+      }
       const name = (err as Error)?.name;
       webhookAttempts.inc({ outcome: name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : 'error' });
       const error = err instanceof WebhookUrlError ? `refused target: ${err.message}` : describeError(err, timeoutMs);
@@ -318,6 +328,18 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
       const endpointIds = [...new Set(batch.map((s) => s.endpointId))];
       await trx.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', 'in', endpointIds).where('failing_since', 'is not', null).execute();
     });
+  }
+
+  /** Hands a claimed delivery back (shutdown): due now, unleased, attempts unchanged. */
+  async function release(claimed: Claimed): Promise<void> {
+    const now = iso(clock.now());
+    await ctx.db.kysely
+      .updateTable('webhook_deliveries')
+      .set({ next_attempt_at: now, lease_owner: null, lease_expires_at: null, updated_at: now })
+      .where('id', '=', claimed.id)
+      .where('lease_owner', '=', id)
+      .execute();
+    log.info({ deliveryId: claimed.id }, 'webhook delivery handed back at shutdown');
   }
 
   /** Ends a delivery without an attempt (nothing could be sent). */
@@ -444,7 +466,11 @@ export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Deliv
     name: 'webhook-worker',
     id,
     stats,
-    stop() {
+    stop(handBack?: AbortSignal) {
+      if (handBack) {
+        if (handBack.aborted) handingBack.abort();
+        else handBack.addEventListener('abort', () => handingBack.abort(), { once: true });
+      }
       stopped ??= (async () => {
         stopping = true;
         wake?.();
