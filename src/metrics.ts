@@ -65,6 +65,12 @@ const oldestWaiting = new Gauge({
   registers: [registry],
 });
 
+const dueLag = new Gauge({
+  name: 'lmsapi_webhook_due_lag_seconds',
+  help: 'How late the most overdue webhook delivery is (due but not yet claimed by a worker; 0 when none). Worker lag.',
+  registers: [registry],
+});
+
 const dbPool = new Gauge({
   name: 'lmsapi_db_pool_connections',
   help: 'Database connections by state: total, idle, and requests waiting for a connection.',
@@ -84,6 +90,16 @@ export async function collectDatabaseGauges(ctx: AppContext): Promise<void> {
     .where('status', '=', 'pending')
     .executeTakeFirst();
   deliveriesWaiting.set(Number(row?.waiting ?? 0));
+  const now = ctx.clock.now();
   const oldest = row?.oldest ? Date.parse(row.oldest) : NaN;
-  oldestWaiting.set(Number.isNaN(oldest) ? 0 : Math.max(0, (ctx.clock.now().getTime() - oldest) / 1000));
+  oldestWaiting.set(Number.isNaN(oldest) ? 0 : Math.max(0, (now.getTime() - oldest) / 1000));
+  // A claimed delivery's next_attempt_at is its lease end (in the future), so only unclaimed due ones count here.
+  const due = await ctx.db.kysely
+    .selectFrom('webhook_deliveries')
+    .select(sql<string | null>`min(next_attempt_at)`.as('due'))
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', now.toISOString())
+    .executeTakeFirst();
+  const dueAt = due?.due ? Date.parse(due.due) : NaN;
+  dueLag.set(Number.isNaN(dueAt) ? 0 : Math.max(0, (now.getTime() - dueAt) / 1000));
 }

@@ -38,13 +38,13 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'lmsapi-backup-'));
   databaseUrl = `sqlite:${join(dir, 'lmsapi.sqlite')}`;
   ctx = await createContext(loadConfig({ DATA_DIR: dir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' }));
-});
+}, 60_000);
 afterAll(async () => {
   await ctx?.db.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('lmsapi backup (SQLite)', () => {
+describe('lmsapi backup (SQLite)', { timeout: 180_000 }, () => {
   it('copies a database under write load consistently, with every row committed before it started', async () => {
     const org = await createOrganization(ctx, { name: 'Backup Org', seats: 3 });
     // The writer: transactions of 3 audit rows each, numbered, committed one after another as fast as they go.
@@ -115,7 +115,7 @@ describe('lmsapi backup (SQLite)', () => {
   });
 });
 
-describe('lmsapi restore (SQLite)', () => {
+describe('lmsapi restore (SQLite)', { timeout: 180_000 }, () => {
   it('puts a backup back and keeps the database it replaced', async () => {
     const file = join(dir, 'before-change.sqlite');
     const org = await createOrganization(ctx, { name: 'Kept Org', seats: 1 });
@@ -149,7 +149,7 @@ describe('lmsapi restore (SQLite)', () => {
   });
 });
 
-describe('the PostgreSQL recipe (README: pg_dump / pg_restore)', () => {
+describe('the PostgreSQL recipe (README: pg_dump / pg_restore)', { timeout: 180_000 }, () => {
   it('dumps and restores a database with every row', async () => {
     const name = `lmsapi_recipe_${process.pid}`;
     const admin = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });

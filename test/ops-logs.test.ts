@@ -34,7 +34,7 @@ beforeAll(async () => {
   orgId = org.id;
   creds = await createApprovedApplication(server.ctx, { orgId, name: 'log app', scopes: ['courses:read', 'webhooks:write', 'webhooks:read'] as never });
   secrets.set('client secret', creds.client_secret);
-});
+}, 60_000);
 afterAll(async () => {
   await server?.close();
   await database?.drop();

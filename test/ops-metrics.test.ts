@@ -78,14 +78,19 @@ describe('GET /metrics', () => {
     const empty = await scrape();
     expect(empty.value('lmsapi_webhook_deliveries_waiting')).toBe(0);
     expect(empty.value('lmsapi_webhook_oldest_waiting_seconds')).toBe(0);
+    expect(empty.value('lmsapi_webhook_due_lag_seconds')).toBe(0);
     await eventWithDelivery(t.ctx, tenant.orgId, { at: new Date(clock.now().getTime() - 90_000) });
     await eventWithDelivery(t.ctx, tenant.orgId, { at: new Date(clock.now().getTime() - 30_000) });
     await eventWithDelivery(t.ctx, tenant.orgId, { at: new Date(clock.now().getTime() - 900_000), status: 'succeeded' });
     const m = await scrape();
     expect(m.value('lmsapi_webhook_deliveries_waiting')).toBe(2);
     expect(m.value('lmsapi_webhook_oldest_waiting_seconds')).toBe(90);
+    // Both are due since they were created (no worker runs here): the most overdue one is 90 s late.
+    expect(m.value('lmsapi_webhook_due_lag_seconds')).toBe(90);
     clock.advance(10_000);
-    expect((await scrape()).value('lmsapi_webhook_oldest_waiting_seconds')).toBe(100);
+    const later = await scrape();
+    expect(later.value('lmsapi_webhook_oldest_waiting_seconds')).toBe(100);
+    expect(later.value('lmsapi_webhook_due_lag_seconds')).toBe(100);
   });
 
   it('exposes webhook attempts by outcome from the shared registry', async () => {

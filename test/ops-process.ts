@@ -26,7 +26,7 @@ export async function startService(env: Record<string, string>, args: string[] =
     child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() })),
   );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start in 60 s:\n${out}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`service did not start in 150 s:\n${out}`)), 150_000);
     const check = () => {
       const m = /listening on (https?:\/\/\S+)/.exec(out);
       if (m) {

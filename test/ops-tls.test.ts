@@ -42,7 +42,7 @@ beforeAll(async () => {
   const org = await createOrganization(server.ctx, { name: 'TLS Org', seats: 5 });
   creds = await createApprovedApplication(server.ctx, { orgId: org.id, name: 'tls app', scopes: ['courses:read'] });
   await importCatalogue(server.ctx, JSON.parse(read(new URL('../demo/catalogue.json', import.meta.url), 'utf8')));
-});
+}, 60_000);
 afterAll(async () => {
   await server?.close();
   await database?.drop();
