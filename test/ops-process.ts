@@ -13,12 +13,30 @@ export interface ServiceProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
 }
 
+const spawned = new Set<ChildProcess>();
+
+/** Kills every service process a test started that is still running (call from afterEach: no orphans). */
+export async function killServices(): Promise<void> {
+  await Promise.all(
+    [...spawned].map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGKILL');
+        }),
+    ),
+  );
+  spawned.clear();
+}
+
 export async function startService(env: Record<string, string>, args: string[] = ['serve']): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  spawned.add(child);
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
   child.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));

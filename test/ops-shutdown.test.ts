@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import net from 'node:net';
 import { freshDatabase, testConfig, type TestDatabase } from './helpers.js';
-import { startService, type ServiceProcess } from './ops-process.js';
+import { killServices, startService, type ServiceProcess } from './ops-process.js';
 import { startReceiver, waitFor, type Receiver } from './webhook-receiver.js';
 import { parsePrometheus } from './ops-helpers.js';
 import { createContext } from '../src/context.js';
@@ -25,10 +25,7 @@ beforeEach(async () => {
   await ctx.db.close();
 }, 120_000);
 afterEach(async () => {
-  if (service && service.child.exitCode === null) {
-    service.child.kill('SIGKILL');
-    await service.exited;
-  }
+  await killServices();
   service = null;
   await database.drop();
 }, 60_000);
