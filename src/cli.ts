@@ -76,7 +76,8 @@ export function buildCli(): Command {
             process.stdout.write(serveBanner(cfg, url, ctx.mailer.describe(), demo, `${opts.processes} API processes`).join('\n') + '\n');
           },
           onShutdown: async () => {
-            await Promise.all(runners.map((r) => r.stop().catch((err) => logger.error({ err, runner: r.name }, 'background runner failed to stop'))));
+            // Within the bound; the webhook worker hands back what it is still sending near it.
+            await stopRunners(runners, cfg.shutdownTimeoutMs, logger);
             await ctx.db.close();
           },
         });
