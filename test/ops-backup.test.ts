@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import SQLite from 'better-sqlite3';
+import { openSqlite, queryAll } from '../src/db/sqlite-driver.js';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { createContext, type AppContext } from '../src/context.js';
@@ -84,17 +84,17 @@ describe('lmsapi backup (SQLite)', { timeout: 180_000 }, () => {
     // The load really ran during the backup.
     expect(committedAfter).toBeGreaterThan(committedBefore);
 
-    const copy = new SQLite(file, { readonly: true });
+    const copy = openSqlite(file, { readonly: true, mustExist: true });
     try {
-      expect(copy.pragma('integrity_check', { simple: true })).toBe('ok');
-      expect(copy.pragma('foreign_key_check')).toEqual([]);
-      const ids = (copy.prepare(`select id from audit_log where actor = 'load' order by id`).all() as { id: string }[]).map((r) => Number(r.id.slice(4)));
+      expect(queryAll(copy, 'pragma integrity_check')).toEqual([{ integrity_check: 'ok' }]);
+      expect(queryAll(copy, 'pragma foreign_key_check')).toEqual([]);
+      const ids = queryAll<{ id: string }>(copy, `select id from audit_log where actor = 'load' order by id`).map((r) => Number(r.id.slice(4)));
       // Whole transactions only, with no gap: exactly the first k transactions of the sequence.
       expect(ids.length % PER_TX).toBe(0);
       expect(ids).toEqual(ids.map((_, i) => i));
       expect(ids.length).toBeGreaterThanOrEqual(committedBefore * PER_TX);
       expect(ids.length).toBeLessThanOrEqual(committedAfter * PER_TX);
-      expect(copy.prepare('select name from organizations where id = ?').get(org.id)).toEqual({ name: 'Backup Org' });
+      expect(queryAll(copy, 'select name from organizations where id = ?', [org.id])).toEqual([{ name: 'Backup Org' }]);
     } finally {
       copy.close();
     }
@@ -135,8 +135,8 @@ describe('lmsapi restore (SQLite)', { timeout: 180_000 }, () => {
     const names = (await ctx.db.kysely.selectFrom('organizations').select(['id', 'name']).execute()).map((r) => r.id);
     expect(names).toContain(org.id);
     expect(names).not.toContain(later.id);
-    const previous = new SQLite(out.previous, { readonly: true });
-    expect(previous.prepare('select name from organizations where id = ?').get(later.id)).toEqual({ name: 'Later Org' });
+    const previous = openSqlite(out.previous, { readonly: true, mustExist: true });
+    expect(queryAll(previous, 'select name from organizations where id = ?', [later.id])).toEqual([{ name: 'Later Org' }]);
     previous.close();
   });
 

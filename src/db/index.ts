@@ -2,7 +2,6 @@
 // postgres:// URLs. SQL that only one dialect understands lives here, behind `Db.dialect`.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import {
   CompiledQuery,
@@ -16,6 +15,7 @@ import {
 } from 'kysely';
 import type { Database } from './types.js';
 import { migrationProvider } from './migrations/index.js';
+import { openSqlite, type SqliteHandle, type SqliteStatement } from './sqlite-driver.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 export type Trx = Transaction<Database>;
@@ -63,10 +63,10 @@ pg.types.setTypeParser(20, (v: string) => Number(v));
  * of GET /v1/courses showed `prepare` at ~3% of CPU and sqlite3_prepare inside `executeQuery` for more.
  * Statements are only ever run to completion (`all`/`run`), so sharing one is safe on the single connection.
  */
-function withStatementCache(sqlite: SQLite.Database, max = 1000) {
-  const cache = new Map<string, SQLite.Statement>();
+function withStatementCache(sqlite: SqliteHandle, max = 1000) {
+  const cache = new Map<string, SqliteStatement>();
   return {
-    prepare(sql: string): SQLite.Statement {
+    prepare(sql: string): SqliteStatement {
       let statement = cache.get(sql);
       if (!statement) {
         statement = sqlite.prepare(sql);
@@ -90,11 +90,8 @@ export function openDb(databaseUrl: string, options: OpenDbOptions = {}): Db {
   if (databaseUrl.startsWith('sqlite:')) {
     const file = sqlitePath(databaseUrl);
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    const sqlite = new SQLite(file);
-    sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma('busy_timeout = 10000');
-    sqlite.pragma('synchronous = NORMAL');
-    sqlite.pragma('foreign_keys = ON');
+    const sqlite = openSqlite(file);
+    sqlite.exec('pragma journal_mode = WAL; pragma busy_timeout = 10000; pragma synchronous = NORMAL; pragma foreign_keys = ON');
     const kysely = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) as never }) });
     return {
       kysely,
@@ -157,9 +154,10 @@ const SQLITE_UNIQUE_COLUMNS: Record<string, string> = {
  * we cannot name, or null when the error is not a unique violation.
  */
 export function uniqueViolation(err: unknown): string | null {
-  const e = err as { code?: string; message?: string; constraint?: string };
+  const e = err as { code?: string; message?: string; constraint?: string; errcode?: number };
   if (e?.code === '23505') return e.constraint ?? 'unknown';
-  if (e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+  // better-sqlite3 names the extended code; node:sqlite gives its number (2067 UNIQUE, 1555 PRIMARYKEY).
+  if (e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || e?.errcode === 2067 || e?.errcode === 1555) {
     const cols = /constraint failed: (.*)$/.exec(e.message ?? '')?.[1] ?? '';
     return SQLITE_UNIQUE_COLUMNS[cols] ?? 'unknown';
   }

@@ -4,9 +4,9 @@
 // compacted. The copy is written next to FILE, checked (integrity_check) and only then renamed into place.
 // `lmsapi restore FILE` puts such a copy back (service stopped), keeping a copy of what it replaces.
 // PostgreSQL has its own tools: see README "Running in production" (pg_dump / pg_restore).
-import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import SQLite from 'better-sqlite3';
+import { openSqlite, queryAll, type SqliteHandle } from '../db/sqlite-driver.js';
 import { sqlitePath } from '../db/index.js';
 
 export class BackupError extends Error {}
@@ -31,20 +31,20 @@ export interface CheckedCopy {
 
 /** Opens a copy read-only and checks it: integrity_check ok, foreign keys hold, and it is one of our databases. */
 export function checkCopy(file: string): CheckedCopy {
-  let db: SQLite.Database;
+  let db: SqliteHandle;
   try {
-    db = new SQLite(file, { readonly: true, fileMustExist: true });
+    db = openSqlite(file, { readonly: true, mustExist: true });
   } catch (err) {
     throw new BackupError(`cannot open ${file}: ${(err as Error).message}`);
   }
   try {
-    const integrity = db.pragma('integrity_check', { simple: true });
+    const integrity = queryAll<{ integrity_check: string }>(db, 'pragma integrity_check')[0]?.integrity_check;
     if (integrity !== 'ok') throw new BackupError(`${file} failed integrity_check: ${String(integrity)}`);
-    const fk = db.pragma('foreign_key_check') as unknown[];
+    const fk = queryAll(db, 'pragma foreign_key_check');
     if (fk.length > 0) throw new BackupError(`${file} has ${fk.length} rows whose foreign keys do not hold`);
-    const hasMigrations = db.prepare(`select 1 from sqlite_master where type = 'table' and name = 'kysely_migration'`).get();
+    const hasMigrations = queryAll(db, `select 1 from sqlite_master where type = 'table' and name = 'kysely_migration'`).length > 0;
     if (!hasMigrations) throw new BackupError(`${file} is not an lmsapi database (no migration table)`);
-    const migrations = (db.prepare('select name from kysely_migration order by name').all() as { name: string }[]).map((r) => r.name);
+    const migrations = queryAll<{ name: string }>(db, 'select name from kysely_migration order by name').map((r) => r.name);
     return { file, bytes: statSync(file).size, integrity: 'ok', migrations };
   } catch (err) {
     if (err instanceof BackupError) throw err;
@@ -64,10 +64,10 @@ export function backupSqlite(databaseUrl: string, target: string, options: { for
   if (!existsSync(dirname(out))) throw new BackupError(`the folder ${dirname(out)} does not exist`);
   const partial = `${out}.partial-${process.pid}`;
   rmSync(partial, { force: true });
-  const db = new SQLite(source, { fileMustExist: true });
+  const db = openSqlite(source, { mustExist: true });
   try {
-    db.pragma('busy_timeout = 10000');
-    db.prepare('VACUUM INTO ?').run(partial);
+    db.exec('pragma busy_timeout = 10000');
+    db.prepare('VACUUM INTO ?').run([partial]);
   } catch (err) {
     rmSync(partial, { force: true });
     throw new BackupError(`backup failed: ${(err as Error).message}`);
@@ -103,19 +103,17 @@ export async function restoreSqlite(databaseUrl: string, backupFile: string, now
   let previous: string | null = null;
   if (existsSync(target)) {
     previous = `${target}.before-restore-${now.toISOString().replace(/[:.]/g, '-')}`;
-    const current = new SQLite(target, { fileMustExist: true });
+    const current = openSqlite(target, { mustExist: true });
     try {
-      current.pragma('busy_timeout = 10000');
-      current.prepare('VACUUM INTO ?').run(previous);
+      current.exec('pragma busy_timeout = 10000');
+      current.prepare('VACUUM INTO ?').run([previous]);
     } finally {
       current.close();
     }
   }
-  const source = new SQLite(from, { readonly: true, fileMustExist: true });
-  try {
-    await source.backup(target);
-  } finally {
-    source.close();
-  }
+  const incoming = `${target}.restore-${process.pid}`;
+  copyFileSync(from, incoming);
+  for (const suffix of ['-wal', '-shm']) rmSync(target + suffix, { force: true });
+  renameSync(incoming, target);
   return { ...checkCopy(target), database: target, previous };
 }
